@@ -1,0 +1,3 @@
+module github.com/shardline/shardline
+
+go 1.26.8
