@@ -1,0 +1,71 @@
+// Package ddbclient builds the DynamoDB client both functions use: one per
+// container, with a retryer that keeps retrying throttles and a connection
+// pool sized for the writer's concurrency.
+package ddbclient
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// MaxAttempts is how often the SDK tries one request before it hands the
+// error to the caller; the writer then backs off and retries on its own, up
+// to the Lambda deadline.
+const MaxAttempts = 3
+
+// Tune applies shardline's settings to client options:
+//
+//   - The standard retryer, without its client-side retry quota. The quota
+//     (a token bucket that each retry drains) exists to stop retry storms
+//     against a failing service, but throttling is DynamoDB asking us to slow
+//     down, not failing: with the quota, a burst of throttles empties the
+//     bucket and every later request fails at once without a single retry.
+//     Back-off with jitter already slows us down.
+//   - A capped back-off of one second per SDK retry, so waits stay inside a
+//     Lambda's deadline; every call also carries the deadline's context.
+//   - An HTTP transport that keeps conns idle connections to DynamoDB, one
+//     per request in flight, so parallel batches do not reopen TLS sessions.
+func Tune(o *dynamodb.Options, conns int) {
+	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.RateLimiter = ratelimit.None
+		so.MaxAttempts = MaxAttempts
+		so.MaxBackoff = time.Second
+	})
+	o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns = max(conns, 16)
+		t.MaxIdleConnsPerHost = max(conns, 16)
+	})
+}
+
+// New loads the AWS configuration from the environment (AWS_REGION, the
+// credential chain, AWS_ENDPOINT_URL_DYNAMODB for a local endpoint) and
+// returns a tuned client.
+func New(ctx context.Context, conns int) (*dynamodb.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, fmt.Errorf("no AWS region: set AWS_REGION (Lambda sets it for you)")
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { Tune(o, conns) }), nil
+}
+
+// Static is a client for a local endpoint with dummy credentials.
+func Static(endpoint string, conns int) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+	}, func(o *dynamodb.Options) { Tune(o, conns) })
+}
