@@ -56,26 +56,27 @@ func fieldErr(field, format string, args ...any) error {
 
 // Split reads a body that holds one event or a JSON array of events (a
 // CloudEvents batch is such an array) and returns each event's raw JSON.
-// It fails only when the body as a whole is not JSON.
-func Split(body []byte) ([]json.RawMessage, error) {
+// array says which of the two it was. It fails only when the body as a whole
+// is not JSON.
+func Split(body []byte) (events []json.RawMessage, array bool, err error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
-		return nil, fieldErr("body", "is empty; send a CloudEvent or a JSON array of them")
+		return nil, false, fieldErr("body", "is empty; send a CloudEvent or a JSON array of them")
 	}
 	if !utf8.Valid(body) {
-		return nil, fieldErr("body", "is not valid UTF-8")
+		return nil, false, fieldErr("body", "is not valid UTF-8")
 	}
 	if trimmed[0] != '[' {
 		if !json.Valid(body) {
-			return nil, fieldErr("body", "is not valid JSON: %v", syntaxErr(body))
+			return nil, false, fieldErr("body", "is not valid JSON: %v", syntaxErr(body))
 		}
-		return []json.RawMessage{trimmed}, nil
+		return []json.RawMessage{trimmed}, false, nil
 	}
 	var list []json.RawMessage
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fieldErr("body", "is not a valid JSON array: %v", err)
+		return nil, true, fieldErr("body", "is not a valid JSON array: %v", err)
 	}
-	return list, nil
+	return list, true, nil
 }
 
 func syntaxErr(b []byte) error {

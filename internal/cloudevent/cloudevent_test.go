@@ -106,14 +106,14 @@ func TestSplit(t *testing.T) {
 		` [ {"id":"1"}, 5, {} ]`: 3,
 		`[]`:                     0,
 	} {
-		got, err := Split([]byte(body))
-		if err != nil || len(got) != want {
-			t.Errorf("Split(%s) = %d, %v; want %d", body, len(got), err, want)
+		got, array, err := Split([]byte(body))
+		if err != nil || len(got) != want || array != (body != `{"id":"1"}`) {
+			t.Errorf("Split(%s) = %d, %v, %v; want %d", body, len(got), array, err, want)
 		}
 	}
 	for _, body := range []string{``, `  `, `[{"id":1}`, `{"id"`, "[\"\xff\"]"} {
 		var fe *FieldError
-		if _, err := Split([]byte(body)); !errors.As(err, &fe) || fe.Field != "body" {
+		if _, _, err := Split([]byte(body)); !errors.As(err, &fe) || fe.Field != "body" {
 			t.Errorf("Split(%q) = %v, want a body error", body, err)
 		}
 	}

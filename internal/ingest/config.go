@@ -1,0 +1,114 @@
+package ingest
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/writer"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// Environment variables the ingest function reads, besides the AWS SDK's own
+// (AWS_REGION, AWS_ENDPOINT_URL_DYNAMODB, credentials).
+const (
+	EnvTable            = "EVENTS_TABLE"         // required: the table's name
+	EnvShards           = "SHARDS_DEFAULT"       // base-table shards per source; default 4
+	EnvShardOverrides   = "SHARDS_OVERRIDES"     // JSON object {"source": shards}; default none
+	EnvGSIShards        = "GSI_SHARDS_DEFAULT"   // GSI shards per source; default 1
+	EnvGSIOverrides     = "GSI_SHARDS_OVERRIDES" // JSON object {"source": GSI shards}; default none
+	EnvQuarantineShards = "QUARANTINE_SHARDS"    // shards of the quarantine key space; default 4
+	EnvRetentionDays    = "RETENTION_DAYS"       // days an event is kept (TTL); default 30
+	EnvMaxEventBytes    = "MAX_EVENT_BYTES"      // largest event accepted; default 65536, at most 350000
+	EnvWriteConcurrency = "WRITE_CONCURRENCY"    // BatchWriteItem requests in flight; default 16
+	EnvLogLevel         = "LOG_LEVEL"            // debug, info, warn or error; default info
+)
+
+// EnvVars lists every variable above, for documentation and for the check
+// that the stack sets exactly what the function reads.
+var EnvVars = []string{EnvTable, EnvShards, EnvShardOverrides, EnvGSIShards, EnvGSIOverrides,
+	EnvQuarantineShards, EnvRetentionDays, EnvMaxEventBytes, EnvWriteConcurrency, EnvLogLevel}
+
+// Defaults.
+const (
+	DefaultShards           = 4
+	DefaultGSIShards        = 1
+	DefaultQuarantineShards = 4
+	DefaultRetentionDays    = 30
+)
+
+// Config is the ingest function's configuration.
+type Config struct {
+	Table            string
+	Shards           bucketing.Counts
+	GSIShards        bucketing.Counts
+	QuarantineShards int
+	Retention        time.Duration
+	MaxEventBytes    int
+	WriteConcurrency int
+	LogLevel         string
+}
+
+// DefaultConfig is the configuration with every default, for table.
+func DefaultConfig(table string) Config {
+	return Config{
+		Table:            table,
+		Shards:           bucketing.Counts{Default: DefaultShards},
+		GSIShards:        bucketing.Counts{Default: DefaultGSIShards},
+		QuarantineShards: DefaultQuarantineShards,
+		Retention:        DefaultRetentionDays * 24 * time.Hour,
+		MaxEventBytes:    cloudevent.DefaultMaxBytes,
+		WriteConcurrency: writer.DefaultConcurrency,
+		LogLevel:         "info",
+	}
+}
+
+// ConfigFromEnv reads the configuration through getenv (os.Getenv in the
+// function). Every error names the variable and what it accepts.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := DefaultConfig(strings.TrimSpace(getenv(EnvTable)))
+	if c.Table == "" {
+		return c, fmt.Errorf("%s is required: set it to the name of the events table", EnvTable)
+	}
+	var err error
+	intVar := func(name string, dst *int, lo, hi int) {
+		s := strings.TrimSpace(getenv(name))
+		if s == "" || err != nil {
+			return
+		}
+		n, e := strconv.Atoi(s)
+		if e != nil || n < lo || n > hi {
+			err = fmt.Errorf("%s=%q: want a whole number from %d to %d", name, s, lo, hi)
+			return
+		}
+		*dst = n
+	}
+	intVar(EnvShards, &c.Shards.Default, 1, bucketing.MaxShards)
+	intVar(EnvGSIShards, &c.GSIShards.Default, 1, bucketing.MaxShards)
+	intVar(EnvQuarantineShards, &c.QuarantineShards, 1, bucketing.MaxShards)
+	days := DefaultRetentionDays
+	intVar(EnvRetentionDays, &days, 1, 3650)
+	c.Retention = time.Duration(days) * 24 * time.Hour
+	intVar(EnvMaxEventBytes, &c.MaxEventBytes, 1024, cloudevent.MaxBytesLimit)
+	intVar(EnvWriteConcurrency, &c.WriteConcurrency, 1, 256)
+	if err != nil {
+		return c, err
+	}
+	if c.Shards.Overrides, err = bucketing.ParseOverrides(getenv(EnvShardOverrides)); err != nil {
+		return c, fmt.Errorf("%s: %w", EnvShardOverrides, err)
+	}
+	if c.GSIShards.Overrides, err = bucketing.ParseOverrides(getenv(EnvGSIOverrides)); err != nil {
+		return c, fmt.Errorf("%s: %w", EnvGSIOverrides, err)
+	}
+	if s := strings.ToLower(strings.TrimSpace(getenv(EnvLogLevel))); s != "" {
+		switch s {
+		case "debug", "info", "warn", "error":
+			c.LogLevel = s
+		default:
+			return c, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, s)
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,144 @@
+// Package ingest is the ingest function: it takes Kinesis batches and API
+// Gateway requests, validates the CloudEvents in them, writes them to the
+// events table under shardline's keys, and quarantines what it cannot
+// ingest.
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/emf"
+	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/internal/writer"
+)
+
+// Client is the part of the DynamoDB client the ingest function uses.
+type Client interface {
+	writer.API
+	shardmap.API
+}
+
+var _ Client = (*dynamodb.Client)(nil)
+
+// Handler serves ingest invocations. Build one per container with New; it
+// is safe for concurrent use.
+type Handler struct {
+	cfg      Config
+	registry *shardmap.Registry
+	writer   *writer.Writer
+	log      *slog.Logger
+	metrics  *emf.Logger
+	now      func() time.Time
+}
+
+// Options are the parts of a Handler that tests and the local server vary.
+type Options struct {
+	Logger  *slog.Logger     // default: discard
+	Metrics *emf.Logger      // default: none
+	Now     func() time.Time // default: time.Now
+}
+
+// New returns a Handler writing through client.
+func New(cfg Config, client Client, o Options) *Handler {
+	h := &Handler{cfg: cfg, log: o.Logger, metrics: o.Metrics, now: o.Now}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	h.registry = &shardmap.Registry{
+		Client: client,
+		Table:  cfg.Table,
+		Now:    h.now,
+		Config: shardmap.Config{
+			Shards:     cfg.Shards,
+			GSIShards:  cfg.GSIShards,
+			Quarantine: cfg.QuarantineShards,
+			Retention:  cfg.Retention,
+		},
+	}
+	h.writer = &writer.Writer{Client: client, Table: cfg.Table, Concurrency: cfg.WriteConcurrency}
+	return h
+}
+
+func (h *Handler) limits() cloudevent.Limits {
+	return cloudevent.Limits{MaxBytes: h.cfg.MaxEventBytes, Retention: h.cfg.Retention}
+}
+
+// Invoke is the Lambda entry point: it recognises a Kinesis event, an API
+// Gateway HTTP API (v2) request or a REST API (v1) proxy request and answers
+// each in kind.
+func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
+	var probe struct {
+		Records []struct {
+			EventSource string `json:"eventSource"`
+		} `json:"Records"`
+		Version    string `json:"version"`
+		HTTPMethod string `json:"httpMethod"`
+	}
+	if err := json.Unmarshal(payload, &probe); err != nil {
+		return nil, fmt.Errorf("ingest: the invocation payload is not a JSON object: %w", err)
+	}
+	switch {
+	case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:kinesis":
+		var ev events.KinesisEvent
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("ingest: decode Kinesis event: %w", err)
+		}
+		return h.Kinesis(ctx, ev)
+	case probe.Version == "2.0":
+		var req events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(payload, &req); err != nil {
+			return nil, fmt.Errorf("ingest: decode HTTP API request: %w", err)
+		}
+		return h.HTTP(ctx, req)
+	case probe.HTTPMethod != "":
+		var req events.APIGatewayProxyRequest
+		if err := json.Unmarshal(payload, &req); err != nil {
+			return nil, fmt.Errorf("ingest: decode REST API request: %w", err)
+		}
+		return h.REST(ctx, req)
+	}
+	return nil, fmt.Errorf("ingest: unrecognised invocation: want a Kinesis event or an API Gateway request")
+}
+
+// report logs an invocation's outcome and writes its metrics.
+func (h *Handler) report(ctx context.Context, kind string, accepted, rejected, failed int, st storeStats, start time.Time) {
+	level := slog.LevelInfo
+	attrs := []slog.Attr{
+		slog.String("source", kind),
+		slog.Int("accepted", accepted),
+		slog.Int("rejected", rejected),
+		slog.Int("failed", failed),
+		slog.Int("retried", st.retried),
+		slog.Int("requests", st.requests),
+		slog.Float64("wcu", st.wcu),
+		slog.Duration("duration", h.now().Sub(start)),
+	}
+	if failed > 0 {
+		level = slog.LevelWarn
+		if st.firstErr != nil {
+			attrs = append(attrs, slog.String("error", st.firstErr.Error()))
+		}
+	}
+	h.log.LogAttrs(ctx, level, "ingest", attrs...)
+	if err := h.metrics.Put(h.now(),
+		emf.Metric{Name: "Accepted", Value: float64(accepted), Unit: "Count"},
+		emf.Metric{Name: "Rejected", Value: float64(rejected), Unit: "Count"},
+		emf.Metric{Name: "Retried", Value: float64(st.retried), Unit: "Count"},
+		emf.Metric{Name: "Failed", Value: float64(failed), Unit: "Count"},
+		emf.Metric{Name: "WriteRequests", Value: float64(st.requests), Unit: "Count"},
+		emf.Metric{Name: "ConsumedWCU", Value: st.wcu, Unit: "Count"},
+	); err != nil {
+		h.log.Warn("metrics", slog.String("error", err.Error()))
+	}
+}

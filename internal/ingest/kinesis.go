@@ -1,0 +1,95 @@
+package ingest
+
+import (
+	"context"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/item"
+)
+
+// Kinesis ingests a batch of Kinesis records. Each record's data is one
+// CloudEvent or a JSON array of them. Events without a time get the record's
+// approximate arrival time, which is the same on every retry, so a retried
+// record lands on the same items.
+//
+// The response lists, by sequence number, the records that could not be
+// stored for now (throttling, an unavailable table, the deadline): Lambda
+// sends them again. Records that are not valid events are quarantined and not
+// listed: they are stored, and sending them again would not help.
+func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	start := h.now()
+	ctx, cancel := budget(ctx)
+	defer cancel()
+	now := h.now()
+	var units []unit
+	for i, rec := range ev.Records {
+		arrival := rec.Kinesis.ApproximateArrivalTimestamp.UTC()
+		if arrival.IsZero() {
+			arrival = now
+		}
+		origin := item.Origin{
+			StreamARN:      rec.EventSourceArn,
+			ShardID:        shardID(rec.EventID),
+			SequenceNumber: rec.Kinesis.SequenceNumber,
+		}
+		reject := func(raw []byte, reason string, o item.Origin) {
+			units = append(units, unit{group: i, origin: o, received: arrival,
+				rejected: &item.Rejected{ReceivedAt: arrival, Reason: reason, Raw: raw, Origin: o}})
+		}
+		raws, array, err := cloudevent.Split(rec.Kinesis.Data)
+		switch {
+		case err != nil:
+			reject(rec.Kinesis.Data, err.Error(), origin)
+			continue
+		case len(raws) == 0:
+			reject(rec.Kinesis.Data, "record: holds an empty array, no events", origin)
+			continue
+		}
+		for j, raw := range raws {
+			o := origin
+			if array {
+				o.Index = &j
+			}
+			e, err := cloudevent.Parse(raw, now, arrival, h.limits())
+			if err != nil {
+				reject(raw, err.Error(), o)
+				continue
+			}
+			units = append(units, unit{group: i, event: &e, origin: o, received: arrival})
+		}
+	}
+	outcomes, st := h.store(ctx, units)
+	failedRec := make([]bool, len(ev.Records))
+	var accepted, rejected, failed int
+	for n, u := range units {
+		switch outcomes[n] {
+		case stored:
+			accepted++
+		case quarantined:
+			rejected++
+		default:
+			failed++
+			failedRec[u.group] = true
+		}
+	}
+	resp := events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}
+	for i, f := range failedRec {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: ev.Records[i].Kinesis.SequenceNumber})
+		}
+	}
+	h.report(ctx, "kinesis", accepted, rejected, failed, st, start)
+	return resp, nil
+}
+
+// shardID takes the shard from a Kinesis event ID,
+// "shardId-000000000000:4954...".
+func shardID(eventID string) string {
+	if i := strings.IndexByte(eventID, ':'); i >= 0 {
+		return eventID[:i]
+	}
+	return eventID
+}

@@ -1,0 +1,164 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/writer"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// unit is one thing to store: a valid event, or a rejected record for the
+// quarantine. group ties it to what the caller reports on (a Kinesis record,
+// an event's index in a request).
+type unit struct {
+	event    *cloudevent.Event
+	rejected *item.Rejected
+	group    int
+	origin   item.Origin // where it came from, should it need quarantining
+	received time.Time   // when it was received, likewise
+}
+
+// outcome is what became of a unit.
+type outcome uint8
+
+const (
+	failed      outcome = iota // not stored; the caller must retry
+	stored                     // the event is in the table
+	quarantined                // the record is in the quarantine
+)
+
+// storeStats sums up a store call, for logs and metrics.
+type storeStats struct {
+	requests int
+	retried  int
+	wcu      float64
+	firstErr error
+}
+
+// store writes units: events under their keys, rejected records in the
+// quarantine. An event that DynamoDB itself refuses is quarantined with the
+// reason. It returns an outcome per unit.
+func (h *Handler) store(ctx context.Context, units []unit) ([]outcome, storeStats) {
+	out := make([]outcome, len(units))
+	var st storeStats
+	todo := make([]int, len(units))
+	for i := range units {
+		todo[i] = i
+	}
+	for pass := 0; pass < 2 && len(todo) > 0; pass++ {
+		items, idx, err := h.items(ctx, units, todo)
+		if err != nil && st.firstErr == nil {
+			st.firstErr = err
+		}
+		res := h.writer.Write(ctx, items)
+		st.requests += res.Requests
+		st.retried += res.Retried
+		st.wcu += res.WCU
+		var again []int
+		for n, u := range idx {
+			switch res.Status[n] {
+			case writer.Stored:
+				out[u] = stored
+				if units[u].rejected != nil {
+					out[u] = quarantined
+				}
+			case writer.Invalid:
+				if units[u].event != nil {
+					units[u].rejected = &item.Rejected{
+						ReceivedAt: units[u].received,
+						Reason:     fmt.Sprintf("event: storage refused it: %v", res.Err[n]),
+						Raw:        units[u].event.JSON,
+						Origin:     units[u].origin,
+					}
+					units[u].event = nil
+					again = append(again, u)
+					continue
+				}
+				fallthrough
+			default:
+				out[u] = failed
+				if st.firstErr == nil {
+					st.firstErr = res.Err[n]
+				}
+			}
+		}
+		todo = again
+	}
+	return out, st
+}
+
+// items builds the items for units[todo], resolving the shard schedule of
+// every (stream, day) involved; idx maps each item back to its unit. Units
+// whose schedule cannot be read are left out (and so stay failed); err is the
+// first such error.
+func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []item.Item, idx []int, err error) {
+	type key struct {
+		stream bucketing.Stream
+		day    string
+	}
+	keyOf := func(u unit) key {
+		if u.event != nil {
+			return key{bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, bucketing.Day(u.event.Time)}
+		}
+		return key{bucketing.Stream{Space: bucketing.Quarantine}, bucketing.Day(u.rejected.ReceivedAt)}
+	}
+	scheds := map[key]bucketing.Schedule{}
+	schedErr := map[key]error{}
+	for _, u := range todo {
+		scheds[keyOf(units[u])] = nil
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for k := range scheds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s, err := h.registry.Schedule(ctx, k.stream, k.day)
+			mu.Lock()
+			defer mu.Unlock()
+			scheds[k], schedErr[k] = s, err
+		}()
+	}
+	wg.Wait()
+	for _, u := range todo {
+		k := keyOf(units[u])
+		if e := schedErr[k]; e != nil {
+			if err == nil {
+				err = e
+			}
+			continue
+		}
+		s := scheds[k]
+		if e := units[u].event; e != nil {
+			items = append(items, item.Event(*e, s.At(e.Time), h.cfg.Retention))
+		} else {
+			r := units[u].rejected
+			items = append(items, item.Quarantine(*r, s.At(r.ReceivedAt), h.cfg.Retention))
+		}
+		idx = append(idx, u)
+	}
+	return items, idx, err
+}
+
+// budget returns a context whose deadline leaves the function time to answer:
+// a tenth of what is left, between 50 ms and one second. Without a deadline
+// (a local server) the work gets DefaultBudget.
+func budget(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithTimeout(ctx, DefaultBudget)
+	}
+	margin := min(max(time.Until(dl)/10, 50*time.Millisecond), time.Second)
+	return context.WithDeadline(ctx, dl.Add(-margin))
+}
+
+// DefaultBudget bounds the work of an invocation that has no deadline of its
+// own, such as a request to the local server: API Gateway gives up after 30 s.
+const DefaultBudget = 25 * time.Second

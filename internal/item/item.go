@@ -1,0 +1,134 @@
+// Package item turns events and quarantined records into DynamoDB items, and
+// items back into them.
+package item
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// Item is one DynamoDB item with its key spelled out, so that a writer can
+// spot two writes of the same key without reading the attributes.
+type Item struct {
+	PK, SK string
+	Attrs  map[string]types.AttributeValue
+}
+
+// Key identifies the item in the table.
+func (it Item) Key() [2]string { return [2]string{it.PK, it.SK} }
+
+// Event is the item of an event. shards is the step of the shard schedule
+// in effect at the event's time, retention how long the item lives.
+func Event(e cloudevent.Event, shards bucketing.Step, retention time.Duration) Item {
+	h := bucketing.Hash(e.Source, e.ID)
+	pk := bucketing.Stream{Space: bucketing.Events, Source: e.Source}.PK(bucketing.Day(e.Time), bucketing.Shard(h, shards.Shards))
+	sk := bucketing.SortKey(e.Time, e.ID)
+	attrs := make(map[string]types.AttributeValue, 7)
+	attrs[schema.PK] = &types.AttributeValueMemberS{Value: pk}
+	attrs[schema.SK] = &types.AttributeValueMemberS{Value: sk}
+	attrs[schema.GSIPK] = &types.AttributeValueMemberS{Value: bucketing.GSIPK(e.Source, bucketing.Hour(e.Time), bucketing.GSIShard(h, shards.GSIShards))}
+	attrs[schema.Event] = &types.AttributeValueMemberS{Value: string(e.JSON)}
+	attrs[schema.Type] = &types.AttributeValueMemberS{Value: e.Type}
+	if e.Subject != "" {
+		attrs[schema.Subject] = &types.AttributeValueMemberS{Value: e.Subject}
+	}
+	attrs[schema.TTL] = expiry(e.Time, retention)
+	return Item{PK: pk, SK: sk, Attrs: attrs}
+}
+
+func expiry(t time.Time, retention time.Duration) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Add(retention).Unix(), 10)}
+}
+
+// Origin says where a quarantined record came from: a Kinesis record
+// (StreamARN, ShardID, SequenceNumber) or an API request (RequestID); Index
+// is the event's position in a JSON array, when the record held one.
+type Origin struct {
+	StreamARN      string `json:"stream_arn,omitempty"`
+	ShardID        string `json:"shard_id,omitempty"`
+	SequenceNumber string `json:"sequence_number,omitempty"`
+	RequestID      string `json:"request_id,omitempty"`
+	Index          *int   `json:"index,omitempty"`
+}
+
+// key is a stable, unique name for the origin, so that quarantining the same
+// record twice (a Lambda retry) writes the same item.
+func (o Origin) key() string {
+	var k string
+	if o.SequenceNumber != "" {
+		k = "k:" + o.ShardID + ":" + o.SequenceNumber + ":" + o.StreamARN
+	} else {
+		k = "a:" + o.RequestID
+	}
+	if o.Index != nil {
+		k += "#" + strconv.Itoa(*o.Index)
+	}
+	return k
+}
+
+// MaxRawBytes is the most raw bytes a quarantine item keeps: what fits in a
+// 400 KB item with its other attributes. Longer records keep this prefix and
+// say how long they were.
+const MaxRawBytes = 380_000
+
+// Rejected is a record that could not be ingested.
+type Rejected struct {
+	ReceivedAt time.Time
+	Reason     string
+	Raw        []byte
+	Origin     Origin
+}
+
+// Quarantine is the item of a rejected record, in the quarantine key space.
+// shards is the quarantine's shard step on the day received.
+func Quarantine(r Rejected, shards bucketing.Step, retention time.Duration) Item {
+	id := r.Origin.key()
+	pk := bucketing.Stream{Space: bucketing.Quarantine}.PK(bucketing.Day(r.ReceivedAt), bucketing.Shard(bucketing.Hash("", id), shards.Shards))
+	sk := bucketing.SortKey(r.ReceivedAt, id)
+	raw := r.Raw
+	origin := map[string]types.AttributeValue{}
+	put := func(k, v string) {
+		if v != "" {
+			origin[k] = &types.AttributeValueMemberS{Value: v}
+		}
+	}
+	put("stream_arn", r.Origin.StreamARN)
+	put("shard_id", r.Origin.ShardID)
+	put("sequence_number", r.Origin.SequenceNumber)
+	put("request_id", r.Origin.RequestID)
+	if r.Origin.Index != nil {
+		origin["index"] = &types.AttributeValueMemberN{Value: strconv.Itoa(*r.Origin.Index)}
+	}
+	attrs := map[string]types.AttributeValue{
+		schema.PK:     &types.AttributeValueMemberS{Value: pk},
+		schema.SK:     &types.AttributeValueMemberS{Value: sk},
+		schema.Reason: &types.AttributeValueMemberS{Value: r.Reason},
+		schema.Origin: &types.AttributeValueMemberM{Value: origin},
+		schema.TTL:    expiry(r.ReceivedAt, retention),
+	}
+	if len(raw) > MaxRawBytes {
+		attrs["raw_size"] = &types.AttributeValueMemberN{Value: strconv.Itoa(len(raw))}
+		raw = raw[:MaxRawBytes]
+	}
+	// DynamoDB rejects empty binary values in keys only, but an empty body
+	// is still worth recording: store it as an empty binary.
+	attrs[schema.Raw] = &types.AttributeValueMemberB{Value: raw}
+	return Item{PK: pk, SK: sk, Attrs: attrs}
+}
+
+// StoredEvent is the JSON of an event read back from an item.
+func StoredEvent(attrs map[string]types.AttributeValue) (json.RawMessage, error) {
+	v, ok := attrs[schema.Event].(*types.AttributeValueMemberS)
+	if !ok {
+		return nil, fmt.Errorf("item %v has no %q attribute", attrs[schema.PK], schema.Event)
+	}
+	return json.RawMessage(v.Value), nil
+}

@@ -1,0 +1,300 @@
+// Package writer stores items with BatchWriteItem: 25 items a request,
+// several requests in flight, unprocessed items and throttled requests
+// retried with capped exponential back-off and full jitter until the
+// context's deadline, and a verdict for every item.
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/schema"
+)
+
+// BatchSize is the most items BatchWriteItem takes in one request.
+const BatchSize = 25
+
+// Defaults of Writer's fields.
+const (
+	DefaultConcurrency = 16
+	DefaultBaseDelay   = 25 * time.Millisecond
+	DefaultMaxDelay    = 2 * time.Second
+)
+
+// API is the part of the DynamoDB client the writer uses.
+type API interface {
+	BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+// Writer writes items to one table. The zero values of its tuning fields
+// mean their defaults.
+type Writer struct {
+	Client      API
+	Table       string
+	Concurrency int           // requests in flight at once
+	BaseDelay   time.Duration // first back-off ceiling
+	MaxDelay    time.Duration // largest back-off ceiling
+}
+
+// Status is the verdict on one item.
+type Status uint8
+
+const (
+	// Failed: not stored, for a reason that may pass (throttling, an
+	// unavailable service, the deadline). Retrying is safe.
+	Failed Status = iota
+	// Stored: the item is in the table.
+	Stored
+	// Invalid: DynamoDB refused the item itself (a ValidationException on a
+	// request holding only it); retrying will not help.
+	Invalid
+)
+
+func (s Status) String() string {
+	switch s {
+	case Stored:
+		return "stored"
+	case Invalid:
+		return "invalid"
+	}
+	return "failed"
+}
+
+// Result reports a Write.
+type Result struct {
+	Status   []Status // one per item given, in order
+	Err      []error  // why an item is Failed or Invalid; nil when Stored
+	Requests int      // BatchWriteItem calls made
+	Retried  int      // items sent again after being unprocessed or throttled
+	WCU      float64  // write capacity consumed, as DynamoDB reported it
+}
+
+// Count is how many items have status s.
+func (r Result) Count(s Status) int {
+	n := 0
+	for _, x := range r.Status {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Write stores items and says what became of each. Items with the same key
+// are written once (the last wins) and share a verdict: a request never
+// carries two items with the same key, which DynamoDB would refuse. Write
+// stops retrying when ctx is done or when the next back-off would outlast
+// its deadline, and reports what it did not finish as Failed.
+func (w *Writer) Write(ctx context.Context, items []item.Item) Result {
+	res := Result{Status: make([]Status, len(items)), Err: make([]error, len(items))}
+	if len(items) == 0 {
+		return res
+	}
+	// Deduplicate: owner[i] is the index whose write stands for item i,
+	// the last item with its key, as in a sequence of puts.
+	last := make(map[[2]string]int, len(items))
+	for i, it := range items {
+		last[it.Key()] = i
+	}
+	owner := make([]int, len(items))
+	unique := make([]int, 0, len(last))
+	for i, it := range items {
+		owner[i] = last[it.Key()]
+		if owner[i] == i {
+			unique = append(unique, i)
+		}
+	}
+	jobs := make(chan []int)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	workers := w.Concurrency
+	if workers <= 0 {
+		workers = DefaultConcurrency
+	}
+	workers = min(workers, (len(unique)+BatchSize-1)/BatchSize)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for job := range jobs {
+				st := w.batch(ctx, items, job)
+				mu.Lock()
+				for k, i := range job {
+					res.Status[i], res.Err[i] = st.status[k], st.err[k]
+				}
+				res.Requests += st.requests
+				res.Retried += st.retried
+				res.WCU += st.wcu
+				mu.Unlock()
+			}
+		}()
+	}
+	for start := 0; start < len(unique); start += BatchSize {
+		jobs <- unique[start:min(start+BatchSize, len(unique))]
+	}
+	close(jobs)
+	wg.Wait()
+	for i, j := range owner {
+		res.Status[i], res.Err[i] = res.Status[j], res.Err[j]
+	}
+	return res
+}
+
+type batchResult struct {
+	status   []Status
+	err      []error
+	requests int
+	retried  int
+	wcu      float64
+}
+
+// batch writes the items at indexes idx (at most BatchSize, distinct keys)
+// until all are stored, one proves invalid, or time runs out.
+func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchResult {
+	r := batchResult{status: make([]Status, len(idx)), err: make([]error, len(idx))}
+	pos := make(map[[2]string]int, len(idx)) // key -> position in idx
+	pending := make([]int, len(idx))         // positions not yet stored
+	for k, i := range idx {
+		pos[items[i].Key()] = k
+		pending[k] = k
+	}
+	for attempt := 0; ; attempt++ {
+		reqs := make([]types.WriteRequest, len(pending))
+		for n, k := range pending {
+			reqs[n] = types.WriteRequest{PutRequest: &types.PutRequest{Item: items[idx[k]].Attrs}}
+		}
+		out, err := w.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+			RequestItems:           map[string][]types.WriteRequest{w.Table: reqs},
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		r.requests++
+		var left []int
+		switch {
+		case err == nil:
+			for _, c := range out.ConsumedCapacity {
+				r.wcu += aws.ToFloat64(c.CapacityUnits)
+			}
+			unprocessed := map[int]bool{}
+			for _, u := range out.UnprocessedItems[w.Table] {
+				if u.PutRequest == nil {
+					continue
+				}
+				if k, ok := pos[keyOf(u.PutRequest.Item)]; ok {
+					unprocessed[k] = true
+				}
+			}
+			for _, k := range pending {
+				if unprocessed[k] {
+					left = append(left, k)
+				} else {
+					r.status[k], r.err[k] = Stored, nil
+				}
+			}
+			if len(left) == 0 {
+				return r
+			}
+			err = fmt.Errorf("%d of %d items unprocessed", len(left), len(pending))
+		case isInvalid(err):
+			// One bad item fails the whole request: write them one by one
+			// to find it, and store the rest.
+			if len(pending) == 1 {
+				r.status[pending[0]], r.err[pending[0]] = Invalid, fmt.Errorf("write item: %w", err)
+				return r
+			}
+			for _, k := range pending {
+				one := w.batch(ctx, items, []int{idx[k]})
+				r.status[k], r.err[k] = one.status[0], one.err[0]
+				r.requests += one.requests
+				r.retried += one.retried
+				r.wcu += one.wcu
+			}
+			return r
+		case isFatal(err):
+			for _, k := range pending {
+				r.status[k], r.err[k] = Failed, fmt.Errorf("write to table %s: %w", w.Table, err)
+			}
+			return r
+		default:
+			left = pending
+		}
+		// Back off: full jitter over a ceiling that doubles each attempt.
+		ceiling := w.base() << min(attempt, 20)
+		ceiling = min(ceiling, w.max())
+		d := rand.N(ceiling) + time.Millisecond
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+			return r.fail(left, fmt.Errorf("deadline reached after %d attempts: %w", attempt+1, err))
+		}
+		select {
+		case <-ctx.Done():
+			return r.fail(left, fmt.Errorf("%w after %d attempts: %w", ctx.Err(), attempt+1, err))
+		case <-time.After(d):
+		}
+		r.retried += len(left)
+		pending = left
+	}
+}
+
+func (r batchResult) fail(ks []int, err error) batchResult {
+	for _, k := range ks {
+		r.status[k], r.err[k] = Failed, err
+	}
+	return r
+}
+
+func (w *Writer) base() time.Duration {
+	if w.BaseDelay > 0 {
+		return w.BaseDelay
+	}
+	return DefaultBaseDelay
+}
+
+func (w *Writer) max() time.Duration {
+	if w.MaxDelay > 0 {
+		return w.MaxDelay
+	}
+	return DefaultMaxDelay
+}
+
+func keyOf(attrs map[string]types.AttributeValue) [2]string {
+	pk, _ := attrs[schema.PK].(*types.AttributeValueMemberS)
+	sk, _ := attrs[schema.SK].(*types.AttributeValueMemberS)
+	if pk == nil || sk == nil {
+		return [2]string{}
+	}
+	return [2]string{pk.Value, sk.Value}
+}
+
+// isInvalid: DynamoDB refused the request's content.
+func isInvalid(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException"
+}
+
+// isFatal: retrying within this invocation cannot help (the table is
+// missing, access is denied, the context ended). The items are still
+// reported Failed, so the caller's retry can succeed once that is fixed.
+func isFatal(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false // network errors and the like: retry
+	}
+	switch ae.ErrorCode() {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+		"LimitExceededException", "InternalServerError", "ServiceUnavailable", "InternalFailure":
+		return false
+	}
+	return ae.ErrorFault() == smithy.FaultClient
+}
