@@ -6,6 +6,7 @@ package ddbclient
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -23,6 +24,21 @@ import (
 // to the Lambda deadline.
 const MaxAttempts = 3
 
+// Back-off of the SDK's own retries.
+const (
+	BaseBackoff = 25 * time.Millisecond
+	MaxBackoff  = time.Second
+)
+
+// jitter is full-jitter exponential back-off: a uniform wait below a ceiling
+// that doubles each attempt.
+type jitter struct{}
+
+func (jitter) BackoffDelay(attempt int, _ error) (time.Duration, error) {
+	ceiling := min(BaseBackoff<<min(attempt, 20), MaxBackoff)
+	return rand.N(ceiling) + time.Millisecond, nil
+}
+
 // Tune applies shardline's settings to client options:
 //
 //   - The standard retryer, without its client-side retry quota. The quota
@@ -31,15 +47,18 @@ const MaxAttempts = 3
 //     down, not failing: with the quota, a burst of throttles empties the
 //     bucket and every later request fails at once without a single retry.
 //     Back-off with jitter already slows us down.
-//   - A capped back-off of one second per SDK retry, so waits stay inside a
-//     Lambda's deadline; every call also carries the deadline's context.
+//   - Full-jitter back-off from BaseBackoff doubling to MaxBackoff. The SDK's
+//     default starts at a second, which is right for a control plane and far
+//     too slow for DynamoDB, whose throttles clear in milliseconds. Every call
+//     also carries the deadline's context, so no wait outlasts it.
 //   - An HTTP transport that keeps conns idle connections to DynamoDB, one
 //     per request in flight, so parallel batches do not reopen TLS sessions.
 func Tune(o *dynamodb.Options, conns int) {
 	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
 		so.RateLimiter = ratelimit.None
 		so.MaxAttempts = MaxAttempts
-		so.MaxBackoff = time.Second
+		so.MaxBackoff = MaxBackoff
+		so.Backoff = jitter{}
 	})
 	o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConns = max(conns, 16)

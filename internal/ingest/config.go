@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -111,4 +112,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// Level is LogLevel as a slog level.
+func (c Config) Level() slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(c.LogLevel)) // validated by ConfigFromEnv; info otherwise
+	return l
 }

@@ -1,0 +1,212 @@
+// Package faultproxy is an HTTP proxy for tests that sits between the real
+// AWS SDK and DynamoDB Local and injects the faults DynamoDB Local cannot
+// produce: throttling and server errors, and BatchWriteItem requests that are
+// only partly processed. The SDK's real retry logic and shardline's own
+// back-off run against it.
+package faultproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Fault is an error answer in DynamoDB's JSON protocol.
+type Fault struct {
+	Status int    // HTTP status: 400 for throttling, 500 for server errors
+	Code   string // such as "ProvisionedThroughputExceededException"
+}
+
+// Common faults.
+var (
+	Throttled     = &Fault{400, "ProvisionedThroughputExceededException"}
+	Throttling    = &Fault{400, "ThrottlingException"}
+	LimitExceeded = &Fault{400, "RequestLimitExceeded"}
+	ServerError   = &Fault{500, "InternalServerError"}
+)
+
+// Request is what a Rule sees of one request.
+type Request struct {
+	Op   string // the DynamoDB operation, such as "BatchWriteItem"
+	Body []byte
+	N    int64 // 1 for the first request of this Op through the proxy, and so on
+}
+
+// Rule decides the fate of a request. Returning a Fault answers with it;
+// returning a non-nil Hold (for BatchWriteItem) forwards only the write
+// requests it does not hold and answers the held ones as UnprocessedItems;
+// returning neither forwards the request untouched.
+type Rule func(Request) (*Fault, Hold)
+
+// Hold picks write requests (by their item, as DynamoDB JSON) to leave
+// unprocessed.
+type Hold func(item map[string]json.RawMessage) bool
+
+// Proxy is a running fault-injecting proxy.
+type Proxy struct {
+	URL string // point the SDK's endpoint here
+
+	srv    *httptest.Server
+	target *url.URL
+	mu     sync.Mutex
+	rule   Rule
+	counts sync.Map // op -> *atomic.Int64
+
+	Faults atomic.Int64 // requests answered with a Fault
+	Held   atomic.Int64 // write requests returned unprocessed
+}
+
+// New starts a proxy in front of target (DynamoDB Local's endpoint).
+func New(target string) (*Proxy, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, fmt.Errorf("faultproxy: target %q: %w", target, err)
+	}
+	p := &Proxy{target: u}
+	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
+	p.URL = p.srv.URL
+	return p, nil
+}
+
+// SetRule replaces the rule; nil forwards everything.
+func (p *Proxy) SetRule(r Rule) {
+	p.mu.Lock()
+	p.rule = r
+	p.mu.Unlock()
+}
+
+// Close stops the proxy.
+func (p *Proxy) Close() { p.srv.Close() }
+
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	op := r.Header.Get("X-Amz-Target")
+	if i := strings.LastIndexByte(op, '.'); i >= 0 {
+		op = op[i+1:]
+	}
+	c, _ := p.counts.LoadOrStore(op, new(atomic.Int64))
+	n := c.(*atomic.Int64).Add(1)
+	p.mu.Lock()
+	rule := p.rule
+	p.mu.Unlock()
+	var fault *Fault
+	var hold Hold
+	if rule != nil {
+		fault, hold = rule(Request{Op: op, Body: body, N: n})
+	}
+	if fault != nil {
+		p.Faults.Add(1)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(fault.Status)
+		fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"injected by faultproxy"}`, fault.Code)
+		return
+	}
+	if hold != nil && op == "BatchWriteItem" {
+		p.partial(w, r, body, hold)
+		return
+	}
+	p.forward(w, r, body, nil)
+}
+
+// forward sends the request on; rewrite, when set, may change the response
+// body (and then the CRC header, which would no longer match, is dropped).
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, rewrite func([]byte) []byte) {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(p.target)
+			pr.Out.Host = p.target.Host
+		},
+	}
+	if rewrite != nil {
+		rp.ModifyResponse = func(resp *http.Response) error {
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode == http.StatusOK {
+				b = rewrite(b)
+			}
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+			resp.ContentLength = int64(len(b))
+			resp.Header.Set("Content-Length", fmt.Sprint(len(b)))
+			resp.Header.Del("X-Amz-Crc32")
+			return nil
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	rp.ServeHTTP(w, r)
+}
+
+type batchWrite struct {
+	RequestItems           map[string][]json.RawMessage `json:"RequestItems"`
+	ReturnConsumedCapacity string                       `json:"ReturnConsumedCapacity,omitempty"`
+}
+
+type writeRequest struct {
+	PutRequest *struct {
+		Item map[string]json.RawMessage `json:"Item"`
+	} `json:"PutRequest"`
+}
+
+// partial forwards the write requests hold does not pick and adds the
+// others to the answer's UnprocessedItems. The request is signed, but
+// DynamoDB Local does not check signatures, so the body can change.
+func (p *Proxy) partial(w http.ResponseWriter, r *http.Request, body []byte, hold Hold) {
+	var in batchWrite
+	if err := json.Unmarshal(body, &in); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	fwd := batchWrite{RequestItems: map[string][]json.RawMessage{}, ReturnConsumedCapacity: in.ReturnConsumedCapacity}
+	held := map[string][]json.RawMessage{}
+	for table, reqs := range in.RequestItems {
+		for _, raw := range reqs {
+			var wr writeRequest
+			if json.Unmarshal(raw, &wr) == nil && wr.PutRequest != nil && hold(wr.PutRequest.Item) {
+				held[table] = append(held[table], raw)
+				p.Held.Add(1)
+				continue
+			}
+			fwd.RequestItems[table] = append(fwd.RequestItems[table], raw)
+		}
+	}
+	unprocessed, _ := json.Marshal(held)
+	if len(fwd.RequestItems) == 0 {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		fmt.Fprintf(w, `{"UnprocessedItems":%s}`, unprocessed)
+		return
+	}
+	newBody, _ := json.Marshal(fwd)
+	p.forward(w, r, newBody, func(b []byte) []byte {
+		var out map[string]json.RawMessage
+		if json.Unmarshal(b, &out) != nil {
+			return b
+		}
+		out["UnprocessedItems"] = unprocessed
+		b2, _ := json.Marshal(out)
+		return b2
+	})
+}
+
+// PKHasPrefix is a Hold that picks items whose partition key starts with
+// prefix.
+func PKHasPrefix(prefix string) Hold {
+	return func(item map[string]json.RawMessage) bool {
+		var pk struct{ S string }
+		return json.Unmarshal(item["pk"], &pk) == nil && strings.HasPrefix(pk.S, prefix)
+	}
+}

@@ -1,0 +1,146 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/faultproxy"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// fixtureNow is the "now" of the samples in events/.
+var fixtureNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+type env struct {
+	table  string
+	client *dynamodb.Client
+	h      *Handler
+	proxy  *faultproxy.Proxy // nil unless asked for
+}
+
+// newEnv makes a fresh table and a handler on it, at fixtureNow. With
+// proxied, the handler talks through a fault proxy.
+func newEnv(t *testing.T, proxied bool, edit func(*Config)) *env {
+	t.Helper()
+	e := &env{table: testdb.Table(t)}
+	endpoint := testdb.Endpoint(t)
+	e.client = testdb.Client(t, endpoint)
+	if proxied {
+		p, err := faultproxy.New(endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		e.proxy = p
+		endpoint = p.URL
+	}
+	cfg := DefaultConfig(e.table)
+	if edit != nil {
+		edit(&cfg)
+	}
+	e.h = New(cfg, testdb.Client(t, endpoint), Options{Now: func() time.Time { return fixtureNow }})
+	return e
+}
+
+// scan returns every item of the table.
+func (e *env) scan(t *testing.T) []map[string]types.AttributeValue {
+	t.Helper()
+	var items []map[string]types.AttributeValue
+	p := dynamodb.NewScanPaginator(e.client, &dynamodb.ScanInput{TableName: aws.String(e.table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		out, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatalf("scan: %v", err)
+		}
+		items = append(items, out.Items...)
+	}
+	return items
+}
+
+// itemsIn returns the items whose partition key starts with prefix.
+func (e *env) itemsIn(t *testing.T, prefix string) []map[string]types.AttributeValue {
+	var out []map[string]types.AttributeValue
+	for _, it := range e.scan(t) {
+		if strings.HasPrefix(s(it, schema.PK), prefix) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func s(it map[string]types.AttributeValue, name string) string {
+	if v, ok := it[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// storedEvent decodes the event JSON of an item.
+func storedEvent(t *testing.T, it map[string]types.AttributeValue) map[string]any {
+	t.Helper()
+	var m map[string]any
+	d := json.NewDecoder(strings.NewReader(s(it, schema.Event)))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		t.Fatalf("stored event %q: %v", s(it, schema.Event), err)
+	}
+	return m
+}
+
+// kinesisBatch wraps payloads as the records of one Kinesis event.
+func kinesisBatch(payloads ...[]byte) events.KinesisEvent {
+	var ev events.KinesisEvent
+	for i, p := range payloads {
+		seq := fmt.Sprintf("4965650000000000000000000000000000000000%016d", i)
+		ev.Records = append(ev.Records, events.KinesisEventRecord{
+			EventSource:    "aws:kinesis",
+			EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/test",
+			EventID:        "shardId-000000000001:" + seq,
+			Kinesis: events.KinesisRecord{
+				Data:                        p,
+				SequenceNumber:              seq,
+				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: fixtureNow.Add(-time.Second)},
+			},
+		})
+	}
+	return ev
+}
+
+func eventJSON(source, id string, at time.Time) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"specversion": "1.0", "id": id, "source": source, "type": "test.event",
+		"time": at.Format(time.RFC3339Nano), "subject": "s/" + id, "data": map[string]any{"n": id},
+	})
+	return b
+}
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func failedSeqs(r events.KinesisEventResponse) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range r.BatchItemFailures {
+		m[f.ItemIdentifier] = true
+	}
+	return m
+}

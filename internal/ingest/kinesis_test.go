@@ -1,0 +1,344 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/faultproxy"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// TestKinesisStoresAllAndRetryLeavesSameItems: 1,000 events over several
+// sources and two days are all stored, each under the key the scheme gives
+// it, and sending the same batch again leaves exactly the same items.
+func TestKinesisStoresAllAndRetryLeavesSameItems(t *testing.T) {
+	e := newEnv(t, false, nil)
+	sources := []string{"orders", "iot/fleet-7", "billing", "auth #1", "checkout-web"}
+	type want struct{ src, id string }
+	expect := map[want]time.Time{}
+	var payloads [][]byte
+	for i := range 1000 {
+		src := sources[i%len(sources)]
+		id := fmt.Sprintf("evt-%04d", i)
+		at := fixtureNow.Add(-time.Duration(i) * 97 * time.Second) // about 27 hours: two days
+		expect[want{src, id}] = at
+		if i%10 == 0 { // some records carry an array of events
+			var arr []json.RawMessage
+			for j := range 3 {
+				id := fmt.Sprintf("arr-%04d-%d", i, j)
+				expect[want{src, id}] = at
+				arr = append(arr, eventJSON(src, id, at))
+			}
+			b, _ := json.Marshal(arr)
+			payloads = append(payloads, b)
+		}
+		payloads = append(payloads, eventJSON(src, id, at))
+	}
+	batch := kinesisBatch(payloads...)
+	days := map[string]bool{}
+	for round := range 2 {
+		resp, err := e.h.Kinesis(context.Background(), batch)
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("round %d: %v, %d failures", round, err, len(resp.BatchItemFailures))
+		}
+		items := e.itemsIn(t, "E#")
+		if len(items) != len(expect) {
+			t.Fatalf("round %d: %d event items, want %d", round, len(items), len(expect))
+		}
+		seen := map[want]bool{}
+		for _, it := range items {
+			ev := storedEvent(t, it)
+			k := want{ev["source"].(string), ev["id"].(string)}
+			at, ok := expect[k]
+			if !ok || seen[k] {
+				t.Fatalf("unexpected or duplicate item %v", k)
+			}
+			seen[k] = true
+			pk, err := bucketing.ParsePK(s(it, schema.PK))
+			if err != nil || pk.Source != k.src || pk.Day != bucketing.Day(at) || pk.Shard != bucketing.Shard(bucketing.Hash(k.src, k.id), DefaultShards) {
+				t.Fatalf("item %v has partition key %q (%+v, %v)", k, s(it, schema.PK), pk, err)
+			}
+			if s(it, schema.SK) != bucketing.SortKey(at, k.id) || s(it, schema.Type) != "test.event" || s(it, schema.Subject) != "s/"+k.id {
+				t.Fatalf("item %v: sk %q type %q subject %q", k, s(it, schema.SK), s(it, schema.Type), s(it, schema.Subject))
+			}
+			if s(it, schema.GSIPK) != bucketing.GSIPK(k.src, bucketing.Hour(at), 0) {
+				t.Fatalf("item %v: gsi key %q", k, s(it, schema.GSIPK))
+			}
+			days[pk.Day] = true
+		}
+	}
+	if len(days) != 2 {
+		t.Fatalf("events span %d days, want 2", len(days))
+	}
+	// One shard record per (source, day), created once.
+	if n := len(e.itemsIn(t, "M#E#")); n != len(sources)*2 {
+		t.Fatalf("%d shard records, want %d", n, len(sources)*2)
+	}
+}
+
+// TestAwkwardSourcesAndIDs: sources and ids with '#', '%', '/', spaces and
+// non-ASCII are stored under distinct keys and read back exactly.
+func TestAwkwardSourcesAndIDs(t *testing.T) {
+	e := newEnv(t, false, nil)
+	names := []string{"a", "a#b", "a%23b", "a%b", "#", "%", "a b", "a/b", "ü", "日本#語", "a#1#2026-11-22#0", "E#x"}
+	var payloads [][]byte
+	n := 0
+	for _, src := range names {
+		for _, id := range names {
+			payloads = append(payloads, eventJSON(src, id, fixtureNow.Add(-time.Minute)))
+			n++
+		}
+	}
+	resp, err := e.h.Kinesis(context.Background(), kinesisBatch(payloads...))
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%v, %d failures", err, len(resp.BatchItemFailures))
+	}
+	items := e.itemsIn(t, "E#")
+	seen := map[[2]string]bool{}
+	for _, it := range items {
+		ev := storedEvent(t, it)
+		k := [2]string{ev["source"].(string), ev["id"].(string)}
+		if seen[k] {
+			t.Fatalf("duplicate %q", k)
+		}
+		seen[k] = true
+		pk, err := bucketing.ParsePK(s(it, schema.PK))
+		if err != nil || pk.Source != k[0] {
+			t.Fatalf("key %q of %q decodes to %+v, %v", s(it, schema.PK), k, pk, err)
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct events stored, want %d", len(seen), n)
+	}
+}
+
+// TestShardSpread: 20,000 events of one source in one day spread evenly over
+// the source's shards.
+func TestShardSpread(t *testing.T) {
+	const shards = 16
+	e := newEnv(t, false, func(c *Config) { c.Shards.Overrides = map[string]int{"hot-source": shards} })
+	var payloads [][]byte
+	day := fixtureNow.Truncate(24 * time.Hour)
+	for i := range 20000 {
+		payloads = append(payloads, eventJSON("hot-source", fmt.Sprintf("r-%d", i), day.Add(time.Duration(i)*2*time.Second)))
+	}
+	resp, err := e.h.Kinesis(context.Background(), kinesisBatch(payloads...))
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%v, %d failures", err, len(resp.BatchItemFailures))
+	}
+	perPK := map[string]int{}
+	for _, it := range e.itemsIn(t, "E#") {
+		perPK[s(it, schema.PK)]++
+	}
+	if len(perPK) != shards {
+		t.Fatalf("events on %d partition keys, want %d", len(perPK), shards)
+	}
+	maxN, total := 0, 0
+	for _, n := range perPK {
+		maxN = max(maxN, n)
+		total += n
+	}
+	mean := float64(total) / float64(len(perPK))
+	t.Logf("20000 events over %d shards: max %d, mean %.0f, max/mean %.3f", shards, maxN, mean, float64(maxN)/mean)
+	if total != 20000 || float64(maxN)/mean > 1.15 {
+		t.Fatalf("total %d, max/mean %.3f (want 20000 and at most 1.15)", total, float64(maxN)/mean)
+	}
+}
+
+// TestMalformedRecordsQuarantined: records that are not valid events are
+// stored in the quarantine with their raw bytes, reason and origin, and are
+// not reported as failures; valid events beside them are stored.
+func TestMalformedRecordsQuarantined(t *testing.T) {
+	e := newEnv(t, false, nil)
+	good := eventJSON("orders", "ok-1", fixtureNow.Add(-time.Minute))
+	mixed, _ := json.Marshal([]json.RawMessage{eventJSON("orders", "ok-2", fixtureNow.Add(-time.Minute)), json.RawMessage(`{"id":"x","source":"orders"}`)})
+	bad := [][]byte{
+		[]byte(`{"id":`),
+		[]byte(`{"source":"orders","type":"t"}`),
+		[]byte("\xff\xfe"),
+		[]byte(`[]`),
+		[]byte(`{"id":"late","source":"orders","type":"t","time":"2020-01-01T00:00:00Z"}`),
+	}
+	batch := kinesisBatch(append([][]byte{good, mixed}, bad...)...)
+	resp, err := e.h.Kinesis(context.Background(), batch)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%v, failures %v", err, resp.BatchItemFailures)
+	}
+	if n := len(e.itemsIn(t, "E#")); n != 2 {
+		t.Fatalf("%d events stored, want 2", n)
+	}
+	q := e.itemsIn(t, "Q#")
+	if len(q) != len(bad)+1 {
+		t.Fatalf("%d quarantined, want %d", len(q), len(bad)+1)
+	}
+	reasons := map[string]bool{}
+	for _, it := range q {
+		origin := it[schema.Origin]
+		raw := it[schema.Raw]
+		if origin == nil || raw == nil || s(it, schema.Reason) == "" {
+			t.Fatalf("quarantine item lacks origin, raw or reason: %v", it)
+		}
+		reasons[strings.SplitN(s(it, schema.Reason), ":", 2)[0]] = true
+	}
+	for _, field := range []string{"body", "id", "type", "record", "time"} {
+		if !reasons[field] {
+			t.Errorf("no quarantine reason naming %q in %v", field, reasons)
+		}
+	}
+	// Quarantining is idempotent: the same batch again adds nothing.
+	if _, err := e.h.Kinesis(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.itemsIn(t, "Q#")); n != len(q) {
+		t.Fatalf("after a retry %d quarantined, want %d", n, len(q))
+	}
+}
+
+// TestTransientFailuresReportedBySequence: events DynamoDB keeps leaving
+// unprocessed are reported by their record's sequence number once the
+// deadline nears; the rest of the batch is stored and not reported.
+func TestTransientFailuresReportedBySequence(t *testing.T) {
+	e := newEnv(t, true, nil)
+	e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+		return nil, faultproxy.PKHasPrefix("E#flaky#")
+	})
+	var payloads [][]byte
+	wantFailed := map[string]bool{}
+	for i := range 60 {
+		src := "steady"
+		if i%7 == 3 {
+			src = "flaky"
+		}
+		payloads = append(payloads, eventJSON(src, fmt.Sprintf("e-%d", i), fixtureNow.Add(-time.Minute)))
+	}
+	batch := kinesisBatch(payloads...)
+	for i, r := range batch.Records {
+		if i%7 == 3 {
+			wantFailed[r.Kinesis.SequenceNumber] = true
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	resp, err := e.h.Kinesis(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the handler returned after its deadline")
+	}
+	got := failedSeqs(resp)
+	if len(got) != len(wantFailed) {
+		t.Fatalf("reported %d failures, want %d", len(got), len(wantFailed))
+	}
+	for seq := range wantFailed {
+		if !got[seq] {
+			t.Errorf("record %s not reported", seq)
+		}
+	}
+	if n := len(e.itemsIn(t, "E#steady#")); n != 60-len(wantFailed) {
+		t.Fatalf("%d steady events stored, want %d", n, 60-len(wantFailed))
+	}
+	if e.proxy.Held.Load() < int64(2*len(wantFailed)) {
+		t.Fatalf("held items were not retried: %d holds", e.proxy.Held.Load())
+	}
+	// Once DynamoDB recovers, Lambda's retry of the reported records stores them.
+	e.proxy.SetRule(nil)
+	var retry events.KinesisEvent
+	for _, r := range batch.Records {
+		if got[r.Kinesis.SequenceNumber] {
+			retry.Records = append(retry.Records, r)
+		}
+	}
+	resp, err = e.h.Kinesis(context.Background(), retry)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("retry: %v, %v", err, resp.BatchItemFailures)
+	}
+	if n := len(e.itemsIn(t, "E#")); n != 60 {
+		t.Fatalf("%d events after the retry, want 60", n)
+	}
+}
+
+// TestThrottlingRetriedUntilStored: throttled and failing requests are
+// retried (by the SDK, then by the writer) and every event is stored once.
+func TestThrottlingRetriedUntilStored(t *testing.T) {
+	for _, f := range []*faultproxy.Fault{faultproxy.Throttled, faultproxy.Throttling, faultproxy.LimitExceeded, faultproxy.ServerError} {
+		t.Run(f.Code, func(t *testing.T) {
+			e := newEnv(t, true, nil)
+			e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+				if r.Op == "BatchWriteItem" && r.N%3 != 0 { // two of every three fail
+					return f, nil
+				}
+				return nil, nil
+			})
+			var payloads [][]byte
+			for i := range 300 {
+				payloads = append(payloads, eventJSON("orders", fmt.Sprintf("t-%d", i), fixtureNow.Add(-time.Minute)))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			resp, err := e.h.Kinesis(ctx, kinesisBatch(payloads...))
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("%v, %d failures", err, len(resp.BatchItemFailures))
+			}
+			if n := len(e.itemsIn(t, "E#")); n != 300 {
+				t.Fatalf("%d events stored, want 300", n)
+			}
+			if e.proxy.Faults.Load() == 0 {
+				t.Fatal("no fault was injected")
+			}
+		})
+	}
+}
+
+// TestKinesisFixture runs the sample batch in events/ through Invoke, as
+// Lambda would deliver it.
+func TestKinesisFixture(t *testing.T) {
+	e := newEnv(t, false, nil)
+	out, err := e.h.Invoke(context.Background(), readFixture(t, "kinesis-batch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, ok := out.(events.KinesisEventResponse)
+	if !ok || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("response %#v", out)
+	}
+	evs := e.itemsIn(t, "E#")
+	if len(evs) != 8 {
+		t.Fatalf("%d events stored, want 8", len(evs))
+	}
+	if n := len(e.itemsIn(t, "Q#")); n != 2 {
+		t.Fatalf("%d records quarantined, want 2", n)
+	}
+	byID := map[string]map[string]any{}
+	for _, it := range evs {
+		ev := storedEvent(t, it)
+		byID[ev["id"].(string)] = ev
+	}
+	// Numbers keep every digit; times are normalised to UTC; a missing time
+	// is the record's arrival time.
+	if got := byID["t-000181"]["data"].(map[string]any)["odometer"].(json.Number); got != "12345678901234567890" {
+		t.Errorf("odometer came back as %s", got)
+	}
+	if got := byID["ord-7f3a9d"]["time"]; got != "2026-11-22T09:02:44.1Z" {
+		t.Errorf("time normalised to %v", got)
+	}
+	if got := byID["t-000183"]["time"]; got != "2026-11-22T11:55:00Z" {
+		t.Errorf("stamped time %v, want the record's arrival", got)
+	}
+	if byID["login#2026-11-22/ü"]["source"] != "auth #1 (eu/west)" {
+		t.Errorf("awkward event came back as %v", byID["login#2026-11-22/ü"])
+	}
+	for _, it := range e.itemsIn(t, "Q#") {
+		raw := it[schema.Raw]
+		if raw == nil {
+			t.Fatal("no raw bytes")
+		}
+	}
+}
