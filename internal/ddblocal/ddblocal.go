@@ -106,6 +106,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	s := &Server{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{}), out: &bytes.Buffer{}}
 	s.cmd = exec.Command(java, args...)
 	s.cmd.Dir = filepath.Dir(jar)
+	dieWithParent(s.cmd)
 	if o.Log != nil {
 		s.cmd.Stdout, s.cmd.Stderr = o.Log, o.Log
 	} else {

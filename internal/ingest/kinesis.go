@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -26,7 +27,9 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 	now := h.now()
 	var units []unit
 	for i, rec := range ev.Records {
-		arrival := rec.Kinesis.ApproximateArrivalTimestamp.UTC()
+		// Kinesis stamps arrival in milliseconds; the float seconds of the
+		// event carry noise below that.
+		arrival := rec.Kinesis.ApproximateArrivalTimestamp.UTC().Round(time.Millisecond)
 		if arrival.IsZero() {
 			arrival = now
 		}

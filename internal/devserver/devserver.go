@@ -1,0 +1,238 @@
+// Package devserver runs shardline on one machine: DynamoDB Local, the table
+// made from the stack's definition, and the API served on localhost through
+// the real Lambda handlers. It is what `make run` starts.
+package devserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/ddbclient"
+	"github.com/shardline/shardline/internal/ddblocal"
+	"github.com/shardline/shardline/internal/httpapi"
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// Options configure Run.
+type Options struct {
+	Addr      string // where the API listens, such as 127.0.0.1:8080
+	DDBPort   int    // DynamoDB Local's port; 0 picks a free one
+	DBDir     string // keep DynamoDB Local's data here; empty is in memory
+	Endpoint  string // use this DynamoDB endpoint instead of starting DynamoDB Local
+	Table     string // the table's name
+	Samples   string // directory of sample events to replay; empty replays nothing
+	LogLevel  slog.Level
+	Getenv    func(string) string // the ingest configuration's environment
+	Out       io.Writer           // progress and results
+	DDBLog    *os.File            // DynamoDB Local's output; nil discards it
+	OnServing func(url string)    // called once the API is listening (for tests)
+}
+
+// Run starts everything, replays the samples, prints what was stored and
+// serves until ctx is done; then it stops DynamoDB Local.
+func Run(ctx context.Context, o Options) error {
+	out := o.Out
+	endpoint := o.Endpoint
+	if endpoint == "" {
+		fmt.Fprintln(out, "starting DynamoDB Local ...")
+		srv, err := ddblocal.Start(ctx, ddblocal.Options{Port: o.DDBPort, DBDir: o.DBDir, Log: o.DDBLog})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			srv.Close()
+			fmt.Fprintln(out, "stopped DynamoDB Local")
+		}()
+		endpoint = srv.Endpoint
+	}
+	fmt.Fprintf(out, "DynamoDB Local at %s\n", endpoint)
+
+	getenv := func(k string) string {
+		if k == ingest.EnvTable {
+			return o.Table
+		}
+		return o.Getenv(k)
+	}
+	cfg, err := ingest.ConfigFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	client := ddbclient.Static(endpoint, cfg.WriteConcurrency)
+	if err := schema.Create(ctx, client, o.Table); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "table %s ready (GSI %s, TTL on %q)\n", o.Table, schema.GSIName, schema.TTL)
+
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: o.LogLevel}))
+	h := ingest.New(cfg, client, ingest.Options{Logger: log})
+	mux := httpapi.NewMux()
+	mux.Handle("POST "+ingest.Route, h.HTTP)
+
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (choose another with -addr): %w", o.Addr, err)
+	}
+	base := "http://" + ln.Addr().String()
+	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	defer httpSrv.Close()
+	fmt.Fprintf(out, "serving POST %s%s\n", base, ingest.Route)
+
+	if o.Samples != "" {
+		if err := replay(ctx, out, h, base, o.Samples); err != nil {
+			return err
+		}
+		if err := printStored(ctx, out, client, o.Table); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "\nsend your own events:\n  curl -si -X POST %s%s -H 'content-type: application/json' \\\n"+
+		"    -d '{\"id\":\"1\",\"source\":\"my-service\",\"type\":\"com.example.hello\",\"data\":{\"hello\":\"world\"}}'\n", base, ingest.Route)
+	fmt.Fprintln(out, "serving until Ctrl-C")
+	if o.OnServing != nil {
+		o.OnServing(base)
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out, "\nshutting down")
+		return nil
+	case err := <-serveErr:
+		return fmt.Errorf("API server: %w", err)
+	}
+}
+
+// replay sends the samples in dir through the handlers, moved in time so that
+// the newest is a little in the past.
+func replay(ctx context.Context, out io.Writer, h *ingest.Handler, base, dir string) error {
+	shift := time.Since(SampleNow).Truncate(time.Second)
+	fmt.Fprintf(out, "\nreplaying the samples in %s, their times moved by %v so that they end now\n", dir, shift.Round(time.Minute))
+
+	raw, err := os.ReadFile(filepath.Join(dir, "kinesis-batch.json"))
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	kev, err := shiftKinesis(raw, shift)
+	if err != nil {
+		return err
+	}
+	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	kresp, err := h.Kinesis(kctx, kev)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("replay Kinesis batch: %w", err)
+	}
+	fmt.Fprintf(out, "  kinesis-batch.json: %d records, %d reported for retry\n", len(kev.Records), len(kresp.BatchItemFailures))
+
+	raw, err = os.ReadFile(filepath.Join(dir, "api-ingest-v2.json"))
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	v2, err := shiftHTTP(raw, shift)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+ingest.Route, strings.NewReader(v2.Body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", v2.Headers["content-type"])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("replay API request: %w", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Fprintf(out, "  api-ingest-v2.json: POST %s -> %d %s\n", ingest.Route, resp.StatusCode, bytes.TrimSpace(body))
+
+	raw, err = os.ReadFile(filepath.Join(dir, "rest-ingest-v1.json"))
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	v1, err := shiftREST(raw, shift)
+	if err != nil {
+		return err
+	}
+	v1resp, err := h.REST(ctx, v1)
+	if err != nil {
+		return fmt.Errorf("replay REST request: %w", err)
+	}
+	fmt.Fprintf(out, "  rest-ingest-v1.json: %d %s\n", v1resp.StatusCode, v1resp.Body)
+	return nil
+}
+
+// printStored lists what the table holds: events by source, day and shard,
+// and the quarantine.
+func printStored(ctx context.Context, out io.Writer, client *dynamodb.Client, table string) error {
+	var evs, quar [][]string
+	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("scan %s: %w", table, err)
+		}
+		for _, it := range page.Items {
+			pkS, skS := str(it[schema.PK]), str(it[schema.SK])
+			pk, err := bucketing.ParsePK(pkS)
+			if err != nil {
+				continue // shard records
+			}
+			t, id, err := bucketing.ParseSortKey(skS)
+			if err != nil {
+				continue
+			}
+			if pk.Space == bucketing.Events {
+				evs = append(evs, []string{pk.Source, pk.Day, fmt.Sprint(pk.Shard), t.Format(time.RFC3339Nano), id, str(it[schema.Type])})
+			} else {
+				quar = append(quar, []string{t.Format(time.RFC3339Nano), truncate(str(it[schema.Reason]), 70)})
+			}
+		}
+	}
+	sort.Slice(evs, func(i, j int) bool { return strings.Join(evs[i][:5], "\x00") < strings.Join(evs[j][:5], "\x00") })
+	sort.Slice(quar, func(i, j int) bool { return quar[i][0] < quar[j][0] })
+	fmt.Fprintf(out, "\nstored %d events:\n", len(evs))
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SOURCE\tDAY\tSHARD\tTIME\tID\tTYPE")
+	for _, r := range evs {
+		fmt.Fprintf(tw, "  %s\n", strings.Join(r, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "\nquarantined %d records:\n", len(quar))
+	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  RECEIVED\tREASON")
+	for _, r := range quar {
+		fmt.Fprintf(tw, "  %s\n", strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+func str(v types.AttributeValue) string {
+	if s, ok := v.(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "..."
+	}
+	return s
+}
