@@ -1,0 +1,130 @@
+package shardmap
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func registry(t *testing.T, table string, c *clock, shards, gsi int) *Registry {
+	return &Registry{
+		Client: testdb.Client(t, testdb.Endpoint(t)),
+		Table:  table,
+		Now:    c.now,
+		Config: Config{
+			Shards:     bucketing.Counts{Default: shards},
+			GSIShards:  bucketing.Counts{Default: gsi},
+			Quarantine: 2,
+			Retention:  24 * time.Hour,
+		},
+	}
+}
+
+func TestRaiseMidDayAppendsAStepAfterTheLead(t *testing.T) {
+	ctx := context.Background()
+	table := testdb.Table(t)
+	day := "2026-11-22"
+	src := bucketing.Stream{Space: bucketing.Events, Source: "hot#src"}
+	c := &clock{time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC)}
+
+	old := registry(t, table, c, 2, 1)
+	s, err := old.Schedule(ctx, src, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) != 1 || s[0] != (bucketing.Step{From: 0, Shards: 2, GSIShards: 1}) {
+		t.Fatalf("first schedule %+v", s)
+	}
+
+	raised := registry(t, table, c, 8, 2)
+	s, err = raised.Schedule(ctx, src, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10:00:30 + 7m = 10:07:30, rounded up to 10:08.
+	want := bucketing.Schedule{{From: 0, Shards: 2, GSIShards: 1}, {From: 10*60 + 8, Shards: 8, GSIShards: 2}}
+	if len(s) != 2 || s[1] != want[1] {
+		t.Fatalf("raised schedule %+v, want %+v", s, want)
+	}
+	// Every event already written (time at most now + 5 min) keeps its count.
+	if got := s.At(c.t.Add(Lead - time.Minute)); got.Shards != 2 {
+		t.Fatalf("an event at now+6m uses %d shards, want the old 2", got.Shards)
+	}
+
+	// The old writer keeps its cached schedule for CacheFor, then reads the
+	// step; it does not lower the count back.
+	c.t = c.t.Add(30 * time.Second)
+	if s, _ := old.Schedule(ctx, src, day); len(s) != 1 {
+		t.Fatalf("cached schedule changed early: %+v", s)
+	}
+	c.t = c.t.Add(CacheFor)
+	if s, _ := old.Schedule(ctx, src, day); len(s) != 2 || s[1] != want[1] {
+		t.Fatalf("old writer sees %+v, want %+v", s, want)
+	}
+
+	reader := registry(t, table, c, 1, 1)
+	got, found, err := reader.Lookup(ctx, src, day)
+	if err != nil || !found || got.MaxShards() != 8 || got.MaxGSIShards() != 2 {
+		t.Fatalf("Lookup = %+v, %v, %v", got, found, err)
+	}
+	if _, found, _ := reader.Lookup(ctx, src, "2026-11-21"); found {
+		t.Fatal("Lookup found a day nothing was written on")
+	}
+}
+
+func TestPastAndFutureDaysKeepTheirCounts(t *testing.T) {
+	ctx := context.Background()
+	table := testdb.Table(t)
+	src := bucketing.Stream{Space: bucketing.Events, Source: "s"}
+	c := &clock{time.Date(2026, 11, 22, 23, 58, 0, 0, time.UTC)}
+	// Yesterday and tomorrow (an event up to 5 minutes ahead) get records
+	// with the counts of the moment.
+	for _, day := range []string{"2026-11-21", "2026-11-23"} {
+		if _, err := registry(t, table, c, 2, 1).Schedule(ctx, src, day); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A raise now starts at 00:06 tomorrow (23:58 + 7m, rounded up): too late
+	// for yesterday, which keeps its count, and later than any event of
+	// tomorrow written so far (at most 00:03), so tomorrow takes it.
+	s, err := registry(t, table, c, 8, 1).Schedule(ctx, src, "2026-11-21")
+	if err != nil || len(s) != 1 || s[0].Shards != 2 {
+		t.Fatalf("yesterday: %+v, %v", s, err)
+	}
+	s, err = registry(t, table, c, 8, 1).Schedule(ctx, src, "2026-11-23")
+	if err != nil || len(s) != 2 || s[1] != (bucketing.Step{From: 6, Shards: 8, GSIShards: 1}) {
+		t.Fatalf("tomorrow: %+v, %v", s, err)
+	}
+}
+
+func TestConcurrentWritersAgree(t *testing.T) {
+	ctx := context.Background()
+	table := testdb.Table(t)
+	src := bucketing.Stream{Space: bucketing.Quarantine}
+	c := &clock{time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	results := make(chan bucketing.Schedule, 8)
+	for range 8 {
+		go func() {
+			s, err := registry(t, table, c, 4, 1).Schedule(ctx, src, "2026-11-22")
+			if err != nil {
+				t.Error(err)
+			}
+			results <- s
+		}()
+	}
+	for range 8 {
+		s := <-results
+		if len(s) != 1 || s[0].Shards != 2 { // the quarantine's own count
+			t.Fatalf("schedule %+v", s)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package writer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+func mk(pk, sk, body string) item.Item {
+	return item.Item{PK: pk, SK: sk, Attrs: map[string]types.AttributeValue{
+		schema.PK:    &types.AttributeValueMemberS{Value: pk},
+		schema.SK:    &types.AttributeValueMemberS{Value: sk},
+		schema.Event: &types.AttributeValueMemberS{Value: body},
+	}}
+}
+
+func get(t *testing.T, c *dynamodb.Client, table, pk, sk string) map[string]types.AttributeValue {
+	out, err := c.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{schema.PK: &types.AttributeValueMemberS{Value: pk}, schema.SK: &types.AttributeValueMemberS{Value: sk}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Item
+}
+
+// TestDuplicateKeysWrittenOnce: a batch holding the same key twice (which
+// BatchWriteItem refuses in one request) is written with the last value,
+// and both items are reported stored.
+func TestDuplicateKeysWrittenOnce(t *testing.T) {
+	table := testdb.Table(t)
+	c := testdb.Client(t, testdb.Endpoint(t))
+	w := &Writer{Client: c, Table: table, Concurrency: 4}
+	var items []item.Item
+	for i := range 60 {
+		items = append(items, mk("p", fmt.Sprintf("k%02d", i%40), fmt.Sprintf("v%d", i)))
+	}
+	res := w.Write(context.Background(), items)
+	if res.Count(Stored) != 60 {
+		t.Fatalf("%d stored, want 60: %v", res.Count(Stored), res.Err)
+	}
+	if res.Requests != 2 { // 40 distinct keys: two requests
+		t.Fatalf("%d requests, want 2", res.Requests)
+	}
+	if got := get(t, c, table, "p", "k05")[schema.Event].(*types.AttributeValueMemberS).Value; got != "v45" {
+		t.Fatalf("k05 holds %q, want the last write v45", got)
+	}
+	if res.WCU <= 0 {
+		t.Fatalf("no consumed capacity reported")
+	}
+}
+
+// TestInvalidItemIsolated: one item DynamoDB refuses (too large) does not
+// fail the 24 beside it in its request.
+func TestInvalidItemIsolated(t *testing.T) {
+	table := testdb.Table(t)
+	c := testdb.Client(t, testdb.Endpoint(t))
+	w := &Writer{Client: c, Table: table}
+	var items []item.Item
+	for i := range 25 {
+		body := "small"
+		if i == 7 {
+			body = strings.Repeat("x", 420_000)
+		}
+		items = append(items, mk("p", fmt.Sprintf("k%02d", i), body))
+	}
+	res := w.Write(context.Background(), items)
+	if res.Status[7] != Invalid || res.Err[7] == nil {
+		t.Fatalf("item 7: %v %v", res.Status[7], res.Err[7])
+	}
+	if res.Count(Stored) != 24 {
+		t.Fatalf("%d stored, want 24", res.Count(Stored))
+	}
+	if get(t, c, table, "p", "k08") == nil || get(t, c, table, "p", "k07") != nil {
+		t.Fatal("table does not hold what the verdicts say")
+	}
+}
+
+// TestMissingTableFailsEveryItem: a misconfigured table name is a failure
+// to retry later, not a verdict on the items.
+func TestMissingTableFailsEveryItem(t *testing.T) {
+	w := &Writer{Client: testdb.Client(t, testdb.Endpoint(t)), Table: "no-such-table"}
+	res := w.Write(context.Background(), []item.Item{mk("p", "a", "x"), mk("p", "b", "y")})
+	if res.Count(Failed) != 2 || !strings.Contains(res.Err[0].Error(), "no-such-table") {
+		t.Fatalf("statuses %v, err %v", res.Status, res.Err[0])
+	}
+}
