@@ -1,0 +1,41 @@
+package ddbclient
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/shardline/shardline/internal/faultproxy"
+)
+
+// TestThrottlingNeverExhaustsRetries: the SDK's default retryer drains a
+// 500-token quota by 5 per retry, so after about 100 throttled retries it
+// stops retrying at all. Ours retries every call MaxAttempts times however
+// long throttling lasts.
+func TestThrottlingNeverExhaustsRetries(t *testing.T) {
+	p, err := faultproxy.New("http://127.0.0.1:1") // never reached: every request is throttled
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var calls atomic.Int64
+	p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+		calls.Add(1)
+		return faultproxy.Throttled, nil
+	})
+	c := Static(p.URL, 4)
+	const n = 60 // 60 calls × 2 retries × 5 tokens = 600 > 500
+	for i := range n {
+		before := calls.Load()
+		_, err := c.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String("t")})
+		if err == nil {
+			t.Fatal("a throttled call succeeded")
+		}
+		if got := calls.Load() - before; got != MaxAttempts {
+			t.Fatalf("call %d made %d attempts, want %d: %v", i, got, MaxAttempts, err)
+		}
+	}
+}
