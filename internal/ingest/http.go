@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/item"
 )
 
@@ -201,7 +202,7 @@ func (h *Handler) api(ctx context.Context, r apiRequest) apiResponse {
 		}
 	}
 
-	ctx, cancel := budget(ctx)
+	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()
 	outcomes, st := h.store(ctx, units)
 	var accepted, nQuarantined, failed int

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/item"
 )
 
@@ -22,7 +23,7 @@ import (
 // listed: they are stored, and sending them again would not help.
 func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 	start := h.now()
-	ctx, cancel := budget(ctx)
+	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()
 	now := h.now()
 	var units []unit

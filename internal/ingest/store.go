@@ -146,19 +146,3 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 	}
 	return items, idx, err
 }
-
-// budget returns a context whose deadline leaves the function time to answer:
-// a tenth of what is left, between 50 ms and one second. Without a deadline
-// (a local server) the work gets DefaultBudget.
-func budget(ctx context.Context) (context.Context, context.CancelFunc) {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return context.WithTimeout(ctx, DefaultBudget)
-	}
-	margin := min(max(time.Until(dl)/10, 50*time.Millisecond), time.Second)
-	return context.WithDeadline(ctx, dl.Add(-margin))
-}
-
-// DefaultBudget bounds the work of an invocation that has no deadline of its
-// own, such as a request to the local server: API Gateway gives up after 30 s.
-const DefaultBudget = 25 * time.Second
