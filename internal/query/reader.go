@@ -436,9 +436,13 @@ func (rn *run) count(reqs int, rcu float64) {
 func (rn *run) drain(ctx context.Context, seg *segment, items []map[string]types.AttributeValue, want int) ([]map[string]types.AttributeValue, error) {
 	asc := rn.p.Order == Asc
 	for len(items) < want {
-		// A stream with nothing buffered may hold the next item: read on.
-		if err := rn.fetch(ctx, seg.streams, want-len(items)); err != nil {
-			return items, err
+		// A stream with nothing buffered may hold the next item: read on
+		// until every stream has an item or is exhausted (a filter can make
+		// a page of a stream come back empty, with more to read).
+		for pending(seg.streams) {
+			if err := rn.fetch(ctx, seg.streams, want-len(items)); err != nil {
+				return items, err
+			}
 		}
 		best, bestSK := -1, ""
 		for i, s := range seg.streams {
@@ -462,6 +466,16 @@ func (rn *run) drain(ctx context.Context, seg *segment, items []map[string]types
 		items = append(items, it)
 	}
 	return items, nil
+}
+
+// pending: some stream has nothing buffered and more to read.
+func pending(streams []*stream) bool {
+	for _, s := range streams {
+		if len(s.buf) == 0 && !s.done {
+			return true
+		}
+	}
+	return false
 }
 
 func str(v types.AttributeValue) string {

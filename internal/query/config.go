@@ -1,0 +1,48 @@
+package query
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+)
+
+// Environment variables the query function reads, besides the AWS SDK's own.
+const (
+	EnvTable        = "EVENTS_TABLE"      // required: the table's name
+	EnvCursorSecret = "CURSOR_SECRET"     // key that signs cursors; default derived from the table name
+	EnvConcurrency  = "QUERY_CONCURRENCY" // DynamoDB requests in flight per page; default 32
+	EnvLogLevel     = "LOG_LEVEL"         // debug, info, warn or error; default info
+)
+
+// EnvVars lists every variable above.
+var EnvVars = []string{EnvTable, EnvCursorSecret, EnvConcurrency, EnvLogLevel}
+
+// Config is the query function's configuration.
+type Config struct {
+	Table        string
+	CursorSecret string
+	Concurrency  int
+	LogLevel     slog.Level
+}
+
+// ConfigFromEnv reads the configuration through getenv.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{Table: strings.TrimSpace(getenv(EnvTable)), CursorSecret: getenv(EnvCursorSecret), Concurrency: DefaultConcurrency}
+	if c.Table == "" {
+		return c, fmt.Errorf("%s is required: set it to the name of the events table", EnvTable)
+	}
+	if s := strings.TrimSpace(getenv(EnvConcurrency)); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 256 {
+			return c, fmt.Errorf("%s=%q: want a whole number from 1 to 256", EnvConcurrency, s)
+		}
+		c.Concurrency = n
+	}
+	if s := strings.TrimSpace(getenv(EnvLogLevel)); s != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(s)); err != nil {
+			return c, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, s)
+		}
+	}
+	return c, nil
+}

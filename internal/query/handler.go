@@ -1,0 +1,260 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/deadline"
+	"github.com/shardline/shardline/internal/emf"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// Routes the query API serves.
+const (
+	EventsRoute     = "/v1/events"
+	QuarantineRoute = "/v1/quarantine"
+)
+
+// RetryAfterSeconds is the Retry-After of a 503 answer.
+const RetryAfterSeconds = 1
+
+// Handler serves the query API. Build one per container with NewHandler.
+type Handler struct {
+	reader  *Reader
+	keys    *Keys
+	log     *slog.Logger
+	metrics *emf.Logger
+	now     func() time.Time
+}
+
+// Options are the parts of a Handler that tests and the local server vary.
+type Options struct {
+	Logger  *slog.Logger
+	Metrics *emf.Logger
+	Now     func() time.Time
+}
+
+// NewHandler returns a Handler reading through client.
+func NewHandler(cfg Config, client API, o Options) *Handler {
+	h := &Handler{log: o.Logger, metrics: o.Metrics, now: o.Now, keys: NewKeys(cfg.CursorSecret, cfg.Table)}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	h.reader = &Reader{Client: client, Table: cfg.Table, Concurrency: cfg.Concurrency, Now: h.now}
+	return h
+}
+
+// EventsResponse is the body of a 200 answer to GET /v1/events.
+type EventsResponse struct {
+	Events     []json.RawMessage `json:"events"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+	Plan       Plan              `json:"plan"`
+}
+
+// Record is a quarantined record.
+type Record struct {
+	ReceivedAt string         `json:"received_at"`
+	Reason     string         `json:"reason"`
+	Raw        []byte         `json:"raw"` // base64 in JSON
+	RawSize    int            `json:"raw_size,omitempty"`
+	Origin     map[string]any `json:"origin"`
+}
+
+// QuarantineResponse is the body of a 200 answer to GET /v1/quarantine.
+type QuarantineResponse struct {
+	Records    []Record `json:"records"`
+	NextCursor string   `json:"next_cursor,omitempty"`
+	Plan       Plan     `json:"plan"`
+}
+
+// HTTP serves an API Gateway HTTP API (payload format 2.0) request.
+func (h *Handler) HTTP(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	path := req.RawPath
+	if path == "" {
+		path = req.RequestContext.HTTP.Path
+	}
+	status, headers, body := h.serve(ctx, req.RequestContext.HTTP.Method, path, req.RawQueryString)
+	return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: headers, Body: body}, nil
+}
+
+// REST serves an API Gateway REST API proxy (payload format 1.0) request.
+func (h *Handler) REST(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	q := url.Values{}
+	for k, vs := range req.MultiValueQueryStringParameters {
+		q[k] = vs
+	}
+	if len(q) == 0 {
+		for k, v := range req.QueryStringParameters {
+			q.Set(k, v)
+		}
+	}
+	status, headers, body := h.serve(ctx, req.HTTPMethod, req.Path, q.Encode())
+	return events.APIGatewayProxyResponse{StatusCode: status, Headers: headers, Body: body}, nil
+}
+
+// Invoke is the Lambda entry point: an HTTP API (v2) or REST API (v1)
+// request.
+func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
+	var probe struct {
+		Version    string `json:"version"`
+		HTTPMethod string `json:"httpMethod"`
+	}
+	if err := json.Unmarshal(payload, &probe); err != nil {
+		return nil, fmt.Errorf("query: the invocation payload is not a JSON object: %w", err)
+	}
+	switch {
+	case probe.Version == "2.0":
+		var req events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(payload, &req); err != nil {
+			return nil, fmt.Errorf("query: decode HTTP API request: %w", err)
+		}
+		return h.HTTP(ctx, req)
+	case probe.HTTPMethod != "":
+		var req events.APIGatewayProxyRequest
+		if err := json.Unmarshal(payload, &req); err != nil {
+			return nil, fmt.Errorf("query: decode REST API request: %w", err)
+		}
+		return h.REST(ctx, req)
+	}
+	return nil, errors.New("query: unrecognised invocation: want an API Gateway request")
+}
+
+func jsonHeaders() map[string]string {
+	return map[string]string{"Content-Type": "application/json"}
+}
+
+func errorBody(format string, args ...any) string {
+	b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf(format, args...)})
+	return string(b)
+}
+
+func (h *Handler) serve(ctx context.Context, method, path, rawQuery string) (int, map[string]string, string) {
+	start := h.now()
+	path = strings.TrimRight(path, "/")
+	var kind Kind
+	switch {
+	case strings.HasSuffix(path, EventsRoute):
+		kind = Events
+	case strings.HasSuffix(path, QuarantineRoute):
+		kind = Quarantine
+	default:
+		return http.StatusNotFound, jsonHeaders(), errorBody("no route %s %s; the query API serves GET %s and GET %s", method, path, EventsRoute, QuarantineRoute)
+	}
+	if method != http.MethodGet {
+		hs := jsonHeaders()
+		hs["Allow"] = http.MethodGet
+		return http.StatusMethodNotAllowed, hs, errorBody("method %s not allowed here; use GET", method)
+	}
+	p, err := ParseParams(kind, rawQuery, h.now(), h.keys)
+	if err != nil {
+		return http.StatusBadRequest, jsonHeaders(), errorBody("%s", err.Error())
+	}
+	ctx, cancel := deadline.Budget(ctx)
+	defer cancel()
+	var page Page
+	if kind == Events {
+		page, err = h.reader.Events(ctx, p)
+	} else {
+		page, err = h.reader.Quarantine(ctx, p)
+	}
+	h.report(ctx, kind, p, page, err, start)
+	if err != nil {
+		hs := jsonHeaders()
+		hs["Retry-After"] = strconv.Itoa(RetryAfterSeconds)
+		if errors.Is(err, ErrDeadline) {
+			return http.StatusServiceUnavailable, hs, errorBody("the query did not finish in time; narrow the range or the filters, or retry")
+		}
+		return http.StatusServiceUnavailable, hs, errorBody("storage is unavailable; retry shortly")
+	}
+	var cursor string
+	if page.Next != nil {
+		cursor = h.keys.Encode(page.Next)
+	}
+	var body any
+	if kind == Events {
+		r := EventsResponse{Events: make([]json.RawMessage, 0, len(page.Items)), NextCursor: cursor, Plan: page.Plan}
+		for _, it := range page.Items {
+			r.Events = append(r.Events, json.RawMessage(str(it[schema.Event])))
+		}
+		body = r
+	} else {
+		r := QuarantineResponse{Records: make([]Record, 0, len(page.Items)), NextCursor: cursor, Plan: page.Plan}
+		for _, it := range page.Items {
+			r.Records = append(r.Records, record(it))
+		}
+		body = r
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return http.StatusInternalServerError, jsonHeaders(), errorBody("encode response: %v", err)
+	}
+	return http.StatusOK, jsonHeaders(), string(b)
+}
+
+func record(it map[string]types.AttributeValue) Record {
+	t, _, _ := bucketing.ParseSortKey(str(it[schema.SK]))
+	r := Record{ReceivedAt: t.Format(time.RFC3339Nano), Reason: str(it[schema.Reason]), Origin: map[string]any{}}
+	if b, ok := it[schema.Raw].(*types.AttributeValueMemberB); ok {
+		r.Raw = b.Value
+	}
+	if r.Raw == nil {
+		r.Raw = []byte{}
+	}
+	if n, ok := it["raw_size"].(*types.AttributeValueMemberN); ok {
+		r.RawSize, _ = strconv.Atoi(n.Value)
+	}
+	if m, ok := it[schema.Origin].(*types.AttributeValueMemberM); ok {
+		for k, v := range m.Value {
+			switch v := v.(type) {
+			case *types.AttributeValueMemberS:
+				r.Origin[k] = v.Value
+			case *types.AttributeValueMemberN:
+				n, _ := strconv.Atoi(v.Value)
+				r.Origin[k] = n
+			}
+		}
+	}
+	return r
+}
+
+func (h *Handler) report(ctx context.Context, kind Kind, p Params, page Page, err error, start time.Time) {
+	attrs := []slog.Attr{
+		slog.String("kind", string(kind)),
+		slog.String("path", page.Plan.Path),
+		slog.Int("events", len(page.Items)),
+		slog.Int("requests", page.Plan.Requests),
+		slog.Float64("rcu", page.Plan.ConsumedRCU),
+		slog.Duration("duration", h.now().Sub(start)),
+	}
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelWarn
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	h.log.LogAttrs(ctx, level, "query", attrs...)
+	fallback := 0.0
+	if !p.Consistent && page.Plan.Path == PathScatter && kind == Events {
+		fallback = 1
+	}
+	_ = h.metrics.Put(h.now(),
+		emf.Metric{Name: "Pages", Value: 1, Unit: "Count"},
+		emf.Metric{Name: "ReadRequests", Value: float64(page.Plan.Requests), Unit: "Count"},
+		emf.Metric{Name: "ConsumedRCU", Value: page.Plan.ConsumedRCU, Unit: "Count"},
+		emf.Metric{Name: "GSIFallbacks", Value: fallback, Unit: "Count"},
+	)
+}
