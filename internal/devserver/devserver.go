@@ -6,6 +6,7 @@ package devserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -26,6 +28,7 @@ import (
 	"github.com/shardline/shardline/internal/ddblocal"
 	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -82,8 +85,15 @@ func Run(ctx context.Context, o Options) error {
 
 	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: o.LogLevel}))
 	h := ingest.New(cfg, client, ingest.Options{Logger: log})
+	qcfg, err := query.ConfigFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	qh := query.NewHandler(qcfg, client, query.Options{Logger: log})
 	mux := httpapi.NewMux()
 	mux.Handle("POST "+ingest.Route, h.HTTP)
+	mux.Handle("GET "+query.EventsRoute, qh.HTTP)
+	mux.Handle("GET "+query.QuarantineRoute, qh.HTTP)
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -94,7 +104,7 @@ func Run(ctx context.Context, o Options) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	defer httpSrv.Close()
-	fmt.Fprintf(out, "serving POST %s%s\n", base, ingest.Route)
+	fmt.Fprintf(out, "serving POST %s%s, GET %s%s and GET %s%s\n", base, ingest.Route, base, query.EventsRoute, base, query.QuarantineRoute)
 
 	if o.Samples != "" {
 		if err := replay(ctx, out, h, base, o.Samples); err != nil {
@@ -103,9 +113,13 @@ func Run(ctx context.Context, o Options) error {
 		if err := printStored(ctx, out, client, o.Table); err != nil {
 			return err
 		}
+		if err := sampleQuery(ctx, out, base, o.Samples); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(out, "\nsend your own events:\n  curl -si -X POST %s%s -H 'content-type: application/json' \\\n"+
-		"    -d '{\"id\":\"1\",\"source\":\"my-service\",\"type\":\"com.example.hello\",\"data\":{\"hello\":\"world\"}}'\n", base, ingest.Route)
+	fmt.Fprintf(out, "\nsend your own events, then read them back:\n  curl -si -X POST %s%s -H 'content-type: application/json' \\\n"+
+		"    -d '{\"id\":\"1\",\"source\":\"my-service\",\"type\":\"com.example.hello\",\"data\":{\"hello\":\"world\"}}'\n"+
+		"  curl -s '%s%s?source=my-service&consistent=true'\n  curl -s '%s%s'\n", base, ingest.Route, base, query.EventsRoute, base, query.QuarantineRoute)
 	fmt.Fprintln(out, "serving until Ctrl-C")
 	if o.OnServing != nil {
 		o.OnServing(base)
@@ -175,6 +189,42 @@ func replay(ctx context.Context, out io.Writer, h *ingest.Handler, base, dir str
 		return fmt.Errorf("replay REST request: %w", err)
 	}
 	fmt.Fprintf(out, "  rest-ingest-v1.json: %d %s\n", v1resp.StatusCode, v1resp.Body)
+	return nil
+}
+
+// sampleQuery runs the sample query in dir against the server and prints
+// the page it got.
+func sampleQuery(ctx context.Context, out io.Writer, base, dir string) error {
+	raw, err := os.ReadFile(filepath.Join(dir, "api-query-v2.json"))
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	var req events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return fmt.Errorf("sample query: %w", err)
+	}
+	u := base + req.RawPath + "?" + shiftQuery(req.RawQueryString, time.Since(SampleNow).Truncate(time.Second))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		return fmt.Errorf("sample query: %w", err)
+	}
+	defer resp.Body.Close()
+	var page query.EventsResponse
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("sample query: %d %v", resp.StatusCode, err)
+	}
+	fmt.Fprintf(out, "\nGET %s\n  -> %d events, plan %s (%s), %d requests, %.1f RCU\n",
+		strings.TrimPrefix(u, base), len(page.Events), page.Plan.Path, page.Plan.Reason, page.Plan.Requests, page.Plan.ConsumedRCU)
+	for _, e := range page.Events {
+		fmt.Fprintf(out, "     %s\n", e)
+	}
+	if page.NextCursor != "" {
+		fmt.Fprintf(out, "  next page: add &cursor=%s\n", page.NextCursor)
+	}
 	return nil
 }
 

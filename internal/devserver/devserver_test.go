@@ -54,7 +54,8 @@ func TestRun(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("Run ended early: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"stored 13 events", "quarantined 3 records", "auth #1 (eu/west)", "202 {\"accepted\":4"} {
+	for _, want := range []string{"stored 13 events", "quarantined 3 records", "auth #1 (eu/west)", "202 {\"accepted\":4",
+		"-> 2 events, plan gsi", `"id":"ord-7f3aa0"`, "next page: add &cursor="} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -68,6 +69,15 @@ func TestRun(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 202 || string(body) != `{"accepted":1,"rejected":[]}` {
 		t.Fatalf("POST: %d %s", resp.StatusCode, body)
+	}
+	resp, err = http.Get(base + "/v1/events?source=curl&consistent=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"id":"x-1"`) {
+		t.Fatalf("GET: %d %s", resp.StatusCode, body)
 	}
 	resp, err = http.Get(base + "/nowhere")
 	if err != nil {

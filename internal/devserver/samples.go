@@ -3,6 +3,7 @@ package devserver
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -83,4 +84,18 @@ func shiftREST(raw []byte, d time.Duration) (events.APIGatewayProxyRequest, erro
 	req.Body = string(shiftEvents([]byte(req.Body), d))
 	req.RequestContext.RequestTimeEpoch = time.UnixMilli(req.RequestContext.RequestTimeEpoch).Add(d).UnixMilli()
 	return req, nil
+}
+
+// shiftQuery moves the from and to of a sample query string by d.
+func shiftQuery(raw string, d time.Duration) string {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return raw
+	}
+	for _, k := range []string{"from", "to"} {
+		if t, err := time.Parse(time.RFC3339Nano, q.Get(k)); err == nil {
+			q.Set(k, t.Add(d).Format(time.RFC3339Nano))
+		}
+	}
+	return q.Encode()
 }

@@ -78,6 +78,9 @@ func ParseParams(kind Kind, rawQuery string, now time.Time, keys *Keys) (Params,
 		return p, perr("query", "cannot be parsed: %v", err)
 	}
 	for name, vs := range vals {
+		if name == "" {
+			return p, perr("query", "has a value with no parameter name")
+		}
 		if !allowed[kind][name] {
 			return p, perr(name, "is not a parameter here; see the API reference in the README")
 		}

@@ -42,7 +42,7 @@ var (
 	shared     *corpus
 )
 
-func loadCorpus(t *testing.T) *corpus {
+func loadCorpus(t testing.TB) *corpus {
 	t.Helper()
 	corpusOnce.Do(func() {
 		c := &corpus{table: testdb.Table(t), source: "sensors/eu#1"}
@@ -133,7 +133,7 @@ func (c *corpus) reference(from, to time.Time, typ, subject string, o Order) []s
 	return keys
 }
 
-func handlerFor(t *testing.T, table, endpoint string) *Handler {
+func handlerFor(t testing.TB, table, endpoint string) *Handler {
 	return NewHandler(Config{Table: table}, testdb.Client(t, endpoint), Options{Now: func() time.Time { return now }})
 }
 

@@ -1,0 +1,77 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/testdb"
+)
+
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestQueryFixtures runs the sample queries in events/ against the sample
+// ingest requests, as Lambda would deliver them.
+func TestQueryFixtures(t *testing.T) {
+	table := testdb.Table(t)
+	client := testdb.Client(t, testdb.Endpoint(t))
+	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
+	for _, f := range []string{"kinesis-batch.json", "api-ingest-v2.json", "rest-ingest-v1.json"} {
+		if _, err := in.Invoke(context.Background(), fixture(t, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := handlerFor(t, table, testdb.Endpoint(t))
+	out, err := h.Invoke(context.Background(), fixture(t, "api-query-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := out.(events.APIGatewayV2HTTPResponse)
+	var r EventsResponse
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(resp.Body), &r) != nil {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+	}
+	ids := func(evs []json.RawMessage) (s []string) {
+		for _, raw := range evs {
+			var e struct{ ID string }
+			_ = json.Unmarshal(raw, &e)
+			s = append(s, e.ID)
+		}
+		return s
+	}
+	if got := strings.Join(ids(r.Events), ","); got != "ord-7f3aa0,ord-7f3a9d" || r.NextCursor == "" || r.Plan.Path != PathGSI {
+		t.Fatalf("first page %s, cursor %q, plan %+v", got, r.NextCursor, r.Plan)
+	}
+	var req events.APIGatewayV2HTTPRequest
+	_ = json.Unmarshal(fixture(t, "api-query-v2.json"), &req)
+	req.RawQueryString += "&cursor=" + r.NextCursor
+	resp, _ = h.HTTP(context.Background(), req)
+	r = EventsResponse{}
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(resp.Body), &r) != nil || strings.Join(ids(r.Events), ",") != "ord-7f3a9c" || r.NextCursor != "" {
+		t.Fatalf("second page %d %s", resp.StatusCode, resp.Body)
+	}
+
+	out, err = h.Invoke(context.Background(), fixture(t, "api-quarantine-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp = out.(events.APIGatewayV2HTTPResponse)
+	var qr QuarantineResponse
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(resp.Body), &qr) != nil || len(qr.Records) != 3 {
+		t.Fatalf("quarantine %d %s", resp.StatusCode, resp.Body)
+	}
+}
