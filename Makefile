@@ -37,6 +37,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./pkg/bucketing -run '^$$' -fuzz FuzzKeys -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/cloudevent -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/query -run '^$$' -fuzz FuzzParams -fuzztime $(FUZZTIME)
 
 ## bench: benchmarks
 bench: deps java

@@ -75,3 +75,31 @@ func TestQueryFixtures(t *testing.T) {
 		t.Fatalf("quarantine %d %s", resp.StatusCode, resp.Body)
 	}
 }
+
+// TestRESTQuery: a REST API (v1) proxy request is served the same way.
+func TestRESTQuery(t *testing.T) {
+	c := loadCorpus(t)
+	h := handlerFor(t, c.table, testdb.Endpoint(t))
+	payload, _ := json.Marshal(events.APIGatewayProxyRequest{
+		HTTPMethod: "GET", Path: "/v1/events", Resource: "/v1/events",
+		MultiValueQueryStringParameters: map[string][]string{"source": {c.source}, "limit": {"3"}, "order": {"asc"},
+			"from": {now.Add(-2 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}},
+	})
+	out, err := h.Invoke(context.Background(), payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := out.(events.APIGatewayProxyResponse)
+	var r EventsResponse
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(resp.Body), &r) != nil || len(r.Events) != 3 || r.NextCursor == "" {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+	}
+	want := c.reference(now.Add(-2*time.Hour), now, "", "", Asc)[:3]
+	for i, raw := range r.Events {
+		var e struct{ ID, Time string }
+		_ = json.Unmarshal(raw, &e)
+		if e.ID+"@"+e.Time != want[i] {
+			t.Fatalf("event %d is %s, want %s", i, e.ID+"@"+e.Time, want[i])
+		}
+	}
+}
