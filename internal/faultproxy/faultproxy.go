@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Fault is an error answer in DynamoDB's JSON protocol.
@@ -62,7 +63,17 @@ type Proxy struct {
 
 	Faults atomic.Int64 // requests answered with a Fault
 	Held   atomic.Int64 // write requests returned unprocessed
+
+	latency     atomic.Int64 // added to every request, in nanoseconds
+	inFlight    atomic.Int64
+	maxInFlight atomic.Int64
 }
+
+// SetLatency delays every request by d before it is answered.
+func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
+
+// MaxInFlight is the most requests the proxy has had under way at once.
+func (p *Proxy) MaxInFlight() int64 { return p.maxInFlight.Load() }
 
 // New starts a proxy in front of target (DynamoDB Local's endpoint).
 func New(target string) (*Proxy, error) {
@@ -87,6 +98,21 @@ func (p *Proxy) SetRule(r Rule) {
 func (p *Proxy) Close() { p.srv.Close() }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	n := p.inFlight.Add(1)
+	defer p.inFlight.Add(-1)
+	for {
+		m := p.maxInFlight.Load()
+		if n <= m || p.maxInFlight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	if d := time.Duration(p.latency.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -97,14 +123,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		op = op[i+1:]
 	}
 	c, _ := p.counts.LoadOrStore(op, new(atomic.Int64))
-	n := c.(*atomic.Int64).Add(1)
+	count := c.(*atomic.Int64).Add(1)
 	p.mu.Lock()
 	rule := p.rule
 	p.mu.Unlock()
 	var fault *Fault
 	var hold Hold
 	if rule != nil {
-		fault, hold = rule(Request{Op: op, Body: body, N: n})
+		fault, hold = rule(Request{Op: op, Body: body, N: count})
 	}
 	if fault != nil {
 		p.Faults.Add(1)

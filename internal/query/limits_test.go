@@ -1,0 +1,71 @@
+package query
+
+import (
+	"context"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/faultproxy"
+	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// TestScatterConcurrencyBounded: a 31-day scatter over 64 shards (1,984
+// queries) never has more than the configured requests in flight.
+func TestScatterConcurrencyBounded(t *testing.T) {
+	table := testdb.Table(t)
+	reg := &shardmap.Registry{Client: testdb.Client(t, testdb.Endpoint(t)), Table: table,
+		Config: shardmap.Config{Shards: bucketing.Counts{Default: 64}, GSIShards: bucketing.Counts{Default: 1}}}
+	from := now.Add(-31 * 24 * time.Hour)
+	for d := from; d.Before(now); d = d.Add(24 * time.Hour) {
+		if _, err := reg.Schedule(context.Background(), bucketing.Stream{Space: bucketing.Events, Source: "wide"}, bucketing.Day(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := faultproxy.New(testdb.Endpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const conc = 16
+	h := NewHandler(Config{Table: table, Concurrency: conc}, testdb.Client(t, p.URL), Options{Now: func() time.Time { return now }})
+	status, _, body := get(t, h, EventsRoute, url.Values{"source": {"wide"}, "consistent": {"true"}, "limit": {"1000"},
+		"from": {from.Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}})
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	if got := p.MaxInFlight(); got > conc || got < 2 {
+		t.Fatalf("%d requests in flight at once, want at most %d (and some parallelism)", got, conc)
+	}
+	t.Logf("max in flight %d of %d allowed", p.MaxInFlight(), conc)
+}
+
+// TestSlowQueryAnswers503: a query that cannot finish before the deadline
+// answers 503 with Retry-After, not a short page.
+func TestSlowQueryAnswers503(t *testing.T) {
+	c := loadCorpus(t)
+	p, err := faultproxy.New(testdb.Endpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.SetLatency(150 * time.Millisecond)
+	h := handlerFor(t, c.table, p.URL)
+	q := url.Values{"source": {c.source}, "consistent": {"true"}, "limit": {"1000"},
+		"from": {now.Add(-72 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
+	req := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: EventsRoute, RawQueryString: q.Encode()}
+	req.RequestContext.HTTP.Method = "GET"
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	resp, err := h.HTTP(ctx, req)
+	if err != nil || resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" {
+		t.Fatalf("%v %d %v %s", err, resp.StatusCode, resp.Headers, resp.Body)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the handler answered after its deadline")
+	}
+}
