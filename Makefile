@@ -9,6 +9,8 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export JSII_DEPRECATED := quiet
 
 .PHONY: run test build synth deploy bench fuzz deps java vet clean
 
@@ -43,8 +45,16 @@ fuzz:
 bench: deps java
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-synth deploy:
-	@echo "make $@: the CDK app lands with issue 4 (infra/ is a stub for now)"; exit 1
+CDK := npx --no-install cdk --no-notices
+
+## synth: build the functions and synthesize the stack into cdk.out (cdk-nag runs here)
+synth: deps build
+	$(CDK) synth --quiet $(CDK_ARGS)
+	@echo "template: cdk.out/$$(ls cdk.out | grep -m1 '.template.json$$')"
+
+## deploy: deploy the stack with the credentials in your environment (needs a bootstrapped account)
+deploy: deps build
+	$(CDK) deploy --require-approval broadening $(CDK_ARGS)
 
 ## deps: Go modules and the npm tools (DynamoDB Local), pinned by go.sum and package-lock.json
 deps: node_modules/.package-lock.json

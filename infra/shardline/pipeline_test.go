@@ -1,0 +1,417 @@
+package shardline
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/query"
+	"github.com/shardline/shardline/internal/schema"
+)
+
+func TestMain(m *testing.M) {
+	// Node 20 runs jsii fine; its end-of-life banner and CDK's deprecation
+	// notices would only bury the test output (the Makefile sets the same).
+	os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+	os.Setenv("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+	os.Setenv("JSII_DEPRECATED", "quiet")
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
+// codeDir stands in for `make build`'s output: the template refers to the
+// assets by hash, and these tests look at the template, not the binaries.
+func codeDir(t *testing.T) string {
+	dir := t.TempDir()
+	for _, fn := range []string{"ingest", "query"} {
+		os.MkdirAll(filepath.Join(dir, fn), 0o755)
+		os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(fn), 0o755)
+	}
+	return dir
+}
+
+type synth struct {
+	stack awscdk.Stack
+	tpl   map[string]any
+}
+
+func synthesize(t *testing.T, props *Props, context map[string]any) synth {
+	t.Helper()
+	var ctx *map[string]any
+	if context != nil {
+		ctx = &context
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: ctx})
+	stack := awscdk.NewStack(app, jsii.String("S"), nil)
+	if props == nil {
+		p, err := PropsFromContext(app.Node())
+		if err != nil {
+			t.Fatal(err)
+		}
+		props = &p
+	}
+	props.CodeDir = codeDir(t)
+	NewPipeline(stack, "P", props)
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	tpl := assertions.Template_FromStack(stack, nil)
+	b, _ := json.Marshal(tpl.ToJSON())
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return synth{stack, m}
+}
+
+func (s synth) resources(typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range s.tpl["Resources"].(map[string]any) {
+		r := r.(map[string]any)
+		if r["Type"] == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+func (s synth) one(t *testing.T, typ string) map[string]any {
+	t.Helper()
+	rs := s.resources(typ)
+	if len(rs) != 1 {
+		t.Fatalf("%d resources of type %s, want 1", len(rs), typ)
+	}
+	for _, r := range rs {
+		return r
+	}
+	return nil
+}
+
+func props(r map[string]any) map[string]any { return r["Properties"].(map[string]any) }
+
+// jsonOf re-encodes v so that differently typed equal values compare equal.
+func jsonOf(t *testing.T, v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	json.Unmarshal(b, &out)
+	return out
+}
+
+var defaults synth
+
+func defaultSynth(t *testing.T) synth {
+	if defaults.tpl == nil {
+		defaults = synthesize(t, &Props{}, nil)
+	}
+	return defaults
+}
+
+// TestTableIsTheSchema: the stack's table and GSI are the ones the local run
+// creates from internal/schema, attribute for attribute.
+func TestTableIsTheSchema(t *testing.T) {
+	s := defaultSynth(t)
+	table := s.one(t, "AWS::DynamoDB::Table")
+	p := props(table)
+	want := schema.CreateTableInput("x")
+	if got, w := jsonOf(t, p["KeySchema"]), jsonOf(t, want.KeySchema); !reflect.DeepEqual(got, w) {
+		t.Errorf("KeySchema %v, want %v", got, w)
+	}
+	sortDefs := func(v any) any {
+		l := v.([]any)
+		sort.Slice(l, func(i, j int) bool {
+			return l[i].(map[string]any)["AttributeName"].(string) < l[j].(map[string]any)["AttributeName"].(string)
+		})
+		return l
+	}
+	if got, w := sortDefs(jsonOf(t, p["AttributeDefinitions"])), sortDefs(jsonOf(t, want.AttributeDefinitions)); !reflect.DeepEqual(got, w) {
+		t.Errorf("AttributeDefinitions %v, want %v", got, w)
+	}
+	gsis := p["GlobalSecondaryIndexes"].([]any)
+	if len(gsis) != 1 {
+		t.Fatalf("%d GSIs", len(gsis))
+	}
+	g := gsis[0].(map[string]any)
+	delete(g, "ContributorInsightsSpecification")
+	wg := jsonOf(t, want.GlobalSecondaryIndexes[0]).(map[string]any)
+	for k, v := range wg {
+		if v == nil {
+			delete(wg, k)
+		}
+	}
+	if !reflect.DeepEqual(g, wg) {
+		t.Errorf("GSI %v, want %v", g, wg)
+	}
+	checks := map[string]any{
+		"BillingMode":                      "PAY_PER_REQUEST",
+		"DeletionProtectionEnabled":        true,
+		"TimeToLiveSpecification":          map[string]any{"AttributeName": schema.TTL, "Enabled": true},
+		"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+		"ContributorInsightsSpecification": map[string]any{"Enabled": true},
+	}
+	for k, v := range checks {
+		if !reflect.DeepEqual(p[k], v) {
+			t.Errorf("%s = %v, want %v", k, p[k], v)
+		}
+	}
+	if table["DeletionPolicy"] != "Retain" || table["UpdateReplacePolicy"] != "Retain" {
+		t.Errorf("the table is not retained on delete: %v %v", table["DeletionPolicy"], table["UpdateReplacePolicy"])
+	}
+}
+
+// TestFunctionEnvironmentIsWhatTheCodeReads: each function is given exactly
+// the variables its code reads, and they parse.
+func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
+	s := defaultSynth(t)
+	fns := s.resources("AWS::Lambda::Function")
+	if len(fns) != 2 {
+		t.Fatalf("%d functions", len(fns))
+	}
+	for id, fn := range fns {
+		p := props(fn)
+		if p["Runtime"] != "provided.al2023" || !reflect.DeepEqual(p["Architectures"], []any{"arm64"}) || p["Handler"] != "bootstrap" ||
+			!reflect.DeepEqual(p["TracingConfig"], map[string]any{"Mode": "Active"}) || p["LoggingConfig"] == nil {
+			t.Errorf("%s: runtime %v, arch %v, handler %v, tracing %v, logging %v", id, p["Runtime"], p["Architectures"], p["Handler"], p["TracingConfig"], p["LoggingConfig"])
+		}
+		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		var got []string
+		for k := range vars {
+			got = append(got, k)
+		}
+		sort.Strings(got)
+		want := append([]string(nil), query.EnvVars...)
+		if strings.HasPrefix(id, "PIngest") {
+			want = append([]string(nil), ingest.EnvVars...)
+			env := map[string]string{}
+			for k, v := range vars {
+				if s, ok := v.(string); ok {
+					env[k] = s
+				} else {
+					env[k] = "table-from-a-token"
+				}
+			}
+			if _, err := ingest.ConfigFromEnv(func(k string) string { return env[k] }); err != nil {
+				t.Errorf("the ingest environment does not parse: %v", err)
+			}
+		}
+		sort.Strings(want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s environment %v, want exactly %v", id, got, want)
+		}
+	}
+}
+
+func TestEventSourceMapping(t *testing.T) {
+	s := defaultSynth(t)
+	p := props(s.one(t, "AWS::Lambda::EventSourceMapping"))
+	want := map[string]any{
+		"BisectBatchOnFunctionError":     true,
+		"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
+		"MaximumRetryAttempts":           float64(10),
+		"MaximumRecordAgeInSeconds":      float64(86400),
+		"BatchSize":                      float64(500),
+		"MaximumBatchingWindowInSeconds": float64(1),
+		"ParallelizationFactor":          float64(2),
+		"StartingPosition":               "TRIM_HORIZON",
+	}
+	for k, v := range want {
+		if !reflect.DeepEqual(p[k], v) {
+			t.Errorf("%s = %v, want %v", k, p[k], v)
+		}
+	}
+	dest, _ := json.Marshal(p["DestinationConfig"])
+	if !strings.Contains(string(dest), "FailedBatches") {
+		t.Errorf("no on-failure destination: %s", dest)
+	}
+	q := props(s.one(t, "AWS::SQS::Queue"))
+	if q["SqsManagedSseEnabled"] != true {
+		t.Errorf("on-failure queue not encrypted: %v", q)
+	}
+	k := props(s.one(t, "AWS::Kinesis::Stream"))
+	if !reflect.DeepEqual(k["StreamModeDetails"], map[string]any{"StreamMode": "ON_DEMAND"}) ||
+		!reflect.DeepEqual(k["StreamEncryption"], map[string]any{"EncryptionType": "KMS", "KeyId": "alias/aws/kinesis"}) {
+		t.Errorf("stream %v", k)
+	}
+}
+
+// TestEveryRouteNeedsIAM: the three routes exist, each with IAM
+// authorization and its own throttle; the stage writes access logs.
+func TestEveryRouteNeedsIAM(t *testing.T) {
+	s := defaultSynth(t)
+	routes := s.resources("AWS::ApiGatewayV2::Route")
+	var keys []string
+	for _, r := range routes {
+		p := props(r)
+		keys = append(keys, p["RouteKey"].(string))
+		if p["AuthorizationType"] != "AWS_IAM" {
+			t.Errorf("route %v has authorization %v", p["RouteKey"], p["AuthorizationType"])
+		}
+	}
+	sort.Strings(keys)
+	if want := []string{"GET /v1/events", "GET /v1/quarantine", "POST /v1/events"}; !reflect.DeepEqual(keys, want) {
+		t.Fatalf("routes %v, want %v", keys, want)
+	}
+	stage := props(s.one(t, "AWS::ApiGatewayV2::Stage"))
+	settings := stage["RouteSettings"].(map[string]any)
+	for _, k := range keys {
+		rs, ok := settings[k].(map[string]any)
+		if !ok || rs["ThrottlingRateLimit"] == nil || rs["ThrottlingBurstLimit"] == nil {
+			t.Errorf("route %s has no throttle: %v", k, settings[k])
+		}
+	}
+	if al, ok := stage["AccessLogSettings"].(map[string]any); !ok || al["DestinationArn"] == nil || !strings.Contains(al["Format"].(string), "$context.requestId") {
+		t.Errorf("access logs %v", stage["AccessLogSettings"])
+	}
+}
+
+// TestIAMIsLeastPrivilege: ingest may only write (and read its shard
+// records), query may only read; DynamoDB statements name the table or its
+// index, never a wildcard; the only wildcard resource is X-Ray's.
+func TestIAMIsLeastPrivilege(t *testing.T) {
+	s := defaultSynth(t)
+	allowed := map[string]map[string]bool{
+		"Ingest": {"dynamodb:BatchWriteItem": true, "dynamodb:PutItem": true, "dynamodb:GetItem": true},
+		"Query":  {"dynamodb:Query": true, "dynamodb:GetItem": true},
+	}
+	for id, pol := range s.resources("AWS::IAM::Policy") {
+		fn := "Query"
+		if strings.HasPrefix(id, "PIngest") {
+			fn = "Ingest"
+		}
+		for _, st := range props(pol)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := st.(map[string]any)
+			var actions []string
+			switch a := st["Action"].(type) {
+			case string:
+				actions = []string{a}
+			case []any:
+				for _, x := range a {
+					actions = append(actions, x.(string))
+				}
+			}
+			res, _ := json.Marshal(st["Resource"])
+			for _, a := range actions {
+				if strings.Contains(a, "*") {
+					t.Errorf("%s: wildcard action %s", id, a)
+				}
+				if strings.HasPrefix(a, "dynamodb:") {
+					if !allowed[fn][a] {
+						t.Errorf("%s function may %s", fn, a)
+					}
+					if strings.Contains(string(res), `"*"`) || !strings.Contains(string(res), "PEvents") {
+						t.Errorf("%s: %s on %s, not the table", id, a, res)
+					}
+					if a == "dynamodb:GetItem" || a == "dynamodb:PutItem" {
+						cond, _ := json.Marshal(st["Condition"])
+						if !strings.Contains(string(cond), `"M#*"`) {
+							t.Errorf("%s: %s not limited to shard records: %s", id, a, cond)
+						}
+					}
+				}
+				if string(res) == `"*"` && !strings.HasPrefix(a, "xray:") {
+					t.Errorf("%s: %s on every resource", id, a)
+				}
+			}
+		}
+	}
+}
+
+func TestAlarmsDashboardOutputs(t *testing.T) {
+	s := defaultSynth(t)
+	alarms := s.resources("AWS::CloudWatch::Alarm")
+	metrics := map[string]bool{}
+	for _, a := range alarms {
+		metrics[props(a)["MetricName"].(string)] = true
+	}
+	for _, m := range []string{"IteratorAge", "Errors", "Throttles", "WriteThrottleEvents", "ApproximateNumberOfMessagesVisible", "5xx"} {
+		if !metrics[m] {
+			t.Errorf("no alarm on %s", m)
+		}
+	}
+	if len(alarms) != 9 {
+		t.Errorf("%d alarms, want 9", len(alarms))
+	}
+	s.one(t, "AWS::CloudWatch::Dashboard")
+	outs := s.tpl["Outputs"].(map[string]any)
+	for _, o := range []string{"ApiUrl", "StreamName", "TableName"} {
+		if outs[o] == nil {
+			t.Errorf("no output %s in %v", o, outs)
+		}
+	}
+}
+
+// TestNoUnsuppressedNagFindings: cdk-nag's AwsSolutions pack finds nothing
+// that is not suppressed with a reason in code.
+func TestNoUnsuppressedNagFindings(t *testing.T) {
+	s := defaultSynth(t)
+	an := assertions.Annotations_FromStack(s.stack)
+	match := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
+	for _, msgs := range []*[]*cxapi.SynthesisMessage{an.FindError(jsii.String("*"), match), an.FindWarning(jsii.String("*"), match)} {
+		for _, m := range *msgs {
+			t.Errorf("%s: %v", *m.Id, m.Entry.Data)
+		}
+	}
+}
+
+// TestContextOverrides: context keys reach the functions' environment and
+// the stack; an existing stream replaces the new one.
+func TestContextOverrides(t *testing.T) {
+	arn := "arn:aws:kinesis:us-east-1:000000000000:stream/existing"
+	s := synthesize(t, nil, map[string]any{
+		CtxShards: "8", CtxShardOverrides: `{"hot/src": 64}`, CtxGSIShards: 2, CtxRetentionDays: "7",
+		CtxIngestMemoryMB: "1024", CtxStreamARN: arn, CtxLogLevel: "debug",
+	})
+	if n := len(s.resources("AWS::Kinesis::Stream")); n != 0 {
+		t.Errorf("%d streams created beside the existing one", n)
+	}
+	if got := props(s.one(t, "AWS::Lambda::EventSourceMapping"))["EventSourceArn"]; got != arn {
+		t.Errorf("ESM reads %v, want %s", got, arn)
+	}
+	for id, fn := range s.resources("AWS::Lambda::Function") {
+		if !strings.HasPrefix(id, "PIngest") {
+			continue
+		}
+		p := props(fn)
+		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		want := map[string]string{ingest.EnvShards: "8", ingest.EnvShardOverrides: `{"hot/src":64}`, ingest.EnvGSIShards: "2",
+			ingest.EnvRetentionDays: "7", ingest.EnvLogLevel: "debug"}
+		for k, v := range want {
+			if vars[k] != v {
+				t.Errorf("%s = %v, want %s", k, vars[k], v)
+			}
+		}
+		if p["MemorySize"] != float64(1024) {
+			t.Errorf("memory %v", p["MemorySize"])
+		}
+	}
+}
+
+func TestBadPropsFailAtSynth(t *testing.T) {
+	for _, p := range []Props{{Shards: 5000}, {RetentionDays: -1}, {LogLevel: "loud"}, {BatchSize: 20000}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("props %+v accepted", p)
+				}
+			}()
+			app := awscdk.NewApp(nil)
+			NewPipeline(awscdk.NewStack(app, jsii.String("S"), nil), "P", &p)
+		}()
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{CtxShards: "many"}})
+	if _, err := PropsFromContext(app.Node()); err == nil || !strings.Contains(err.Error(), CtxShards) {
+		t.Errorf("bad context: %v", err)
+	}
+}
