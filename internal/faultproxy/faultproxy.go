@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -32,6 +33,10 @@ var (
 	Throttling    = &Fault{400, "ThrottlingException"}
 	LimitExceeded = &Fault{400, "RequestLimitExceeded"}
 	ServerError   = &Fault{500, "InternalServerError"}
+	// Reset forwards the request, so DynamoDB acts on it, then cuts the
+	// connection halfway through the answer: the caller cannot know whether
+	// its write happened.
+	Reset = &Fault{0, "connection reset"}
 )
 
 // Request is what a Rule sees of one request.
@@ -132,6 +137,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	if rule != nil {
 		fault, hold = rule(Request{Op: op, Body: body, N: count})
 	}
+	if fault == Reset {
+		p.Faults.Add(1)
+		p.resetAfterForward(w, r, body)
+		return
+	}
 	if fault != nil {
 		p.Faults.Add(1)
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
@@ -226,6 +236,71 @@ func (p *Proxy) partial(w http.ResponseWriter, r *http.Request, body []byte, hol
 		b2, _ := json.Marshal(out)
 		return b2
 	})
+}
+
+// resetAfterForward sends the request on, reads the whole answer, then
+// writes half of it and closes the connection.
+func (p *Proxy) resetAfterForward(w http.ResponseWriter, r *http.Request, body []byte) {
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target.String()+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	out.Header = r.Header.Clone()
+	resp, err := http.DefaultTransport.RoundTrip(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	conn, buf, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: %d\r\n\r\n",
+		resp.StatusCode, http.StatusText(resp.StatusCode), len(answer))
+	buf.Write(answer[:len(answer)/2])
+	buf.Flush()
+}
+
+// Mix is a fault mix: each request draws at most one fault, with these
+// probabilities. Partial applies to BatchWriteItem requests that drew no
+// fault: each of their write requests is then held back with probability
+// one half.
+type Mix struct {
+	Seed                                                     uint64
+	Throttled, Throttling, LimitExceeded, ServerError, Reset float64
+	Partial                                                  float64
+}
+
+// Rule turns the mix into a Rule, deterministic for a seed and a sequence
+// of requests.
+func (m Mix) Rule() Rule {
+	var mu sync.Mutex
+	r := rand.New(rand.NewPCG(m.Seed, m.Seed^0x9e3779b97f4a7c15))
+	draw := func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return r.Float64()
+	}
+	return func(req Request) (*Fault, Hold) {
+		x := draw()
+		for _, f := range []struct {
+			p     float64
+			fault *Fault
+		}{{m.Throttled, Throttled}, {m.Throttling, Throttling}, {m.LimitExceeded, LimitExceeded}, {m.ServerError, ServerError}, {m.Reset, Reset}} {
+			if x < f.p {
+				return f.fault, nil
+			}
+			x -= f.p
+		}
+		if req.Op == "BatchWriteItem" && draw() < m.Partial {
+			return nil, func(map[string]json.RawMessage) bool { return draw() < 0.5 }
+		}
+		return nil, nil
+	}
 }
 
 // PKHasPrefix is a Hold that picks items whose partition key starts with

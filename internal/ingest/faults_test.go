@@ -1,0 +1,204 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/esm"
+	"github.com/shardline/shardline/internal/faultproxy"
+	"github.com/shardline/shardline/internal/schema"
+)
+
+// shardRecords is a Kinesis shard's worth of records: events of three
+// sources (some records carry arrays), and some records that are not
+// events. It returns the records, the (source, id) of every event, and how
+// many records or array elements must end up quarantined.
+func shardRecords(n int) ([]events.KinesisEventRecord, map[[2]string]bool, int) {
+	want := map[[2]string]bool{}
+	bad := 0
+	var payloads [][]byte
+	for i := range n {
+		src := []string{"orders", "iot/fleet-7", "auth #1"}[i%3]
+		at := fixtureNow.Add(-time.Duration(i) * time.Second)
+		switch {
+		case i%50 == 7:
+			payloads = append(payloads, []byte(fmt.Sprintf(`{"id":"broken-%d"`, i)))
+			bad++
+		case i%10 == 0:
+			var arr []json.RawMessage
+			for j := range 4 {
+				id := fmt.Sprintf("a%d-%d", i, j)
+				want[[2]string{src, id}] = true
+				arr = append(arr, eventJSON(src, id, at))
+			}
+			b, _ := json.Marshal(arr)
+			payloads = append(payloads, b)
+		default:
+			id := fmt.Sprintf("e%d", i)
+			want[[2]string{src, id}] = true
+			payloads = append(payloads, eventJSON(src, id, at))
+		}
+	}
+	return kinesisBatch(payloads...).Records, want, bad
+}
+
+// assertExactlyOnce counts every item of the table: each event once, each
+// quarantined record once, nothing else.
+func (e *env) assertExactlyOnce(t *testing.T, want map[[2]string]bool, quarantined int) {
+	t.Helper()
+	seen := map[[2]string]int{}
+	q := 0
+	for _, it := range e.scan(t) {
+		switch pk := s(it, schema.PK); pk[0] {
+		case 'E':
+			ev := storedEvent(t, it)
+			seen[[2]string{ev["source"].(string), ev["id"].(string)}]++
+		case 'Q':
+			q++
+		case 'M':
+		default:
+			t.Fatalf("unexpected item %q", pk)
+		}
+	}
+	for k := range want {
+		if seen[k] != 1 {
+			t.Errorf("event %v stored %d times", k, seen[k])
+		}
+	}
+	for k, n := range seen {
+		if !want[k] {
+			t.Errorf("unexpected event %v (%d times)", k, n)
+		}
+	}
+	if q != quarantined {
+		t.Errorf("%d records quarantined, want %d", q, quarantined)
+	}
+}
+
+// TestFaultMixesLoseAndDuplicateNothing drives 400 records through the
+// handler as Lambda's poller would, under each fault mix, and counts the
+// table afterwards.
+func TestFaultMixesLoseAndDuplicateNothing(t *testing.T) {
+	mixes := []struct {
+		name    string
+		mix     faultproxy.Mix
+		latency time.Duration
+	}{
+		{"throttled", faultproxy.Mix{Throttled: 0.4}, 0},
+		{"throttling", faultproxy.Mix{Throttling: 0.4}, 0},
+		{"request-limit", faultproxy.Mix{LimitExceeded: 0.4}, 0},
+		{"server-error", faultproxy.Mix{ServerError: 0.4}, 0},
+		{"unprocessed", faultproxy.Mix{Partial: 0.7}, 0},
+		{"reset", faultproxy.Mix{Reset: 0.3}, 0},
+		{"latency", faultproxy.Mix{}, 40 * time.Millisecond},
+		{"everything", faultproxy.Mix{Throttled: 0.1, Throttling: 0.05, LimitExceeded: 0.05, ServerError: 0.05, Reset: 0.1, Partial: 0.5}, 5 * time.Millisecond},
+	}
+	for i, m := range mixes {
+		t.Run(m.name, func(t *testing.T) {
+			e := newEnv(t, true, nil)
+			m.mix.Seed = uint64(i + 1)
+			e.proxy.SetRule(m.mix.Rule())
+			e.proxy.SetLatency(m.latency)
+			records, want, bad := shardRecords(400)
+			d := &esm.Driver{Handler: e.h.Kinesis, BatchSize: 100, Timeout: 3 * time.Second, RetryAttempts: 50, Bisect: true}
+			res := d.Run(context.Background(), records)
+			if len(res.Failed) != 0 {
+				t.Fatalf("%d records given up on", len(res.Failed))
+			}
+			if m.name != "latency" && e.proxy.Faults.Load()+e.proxy.Held.Load() == 0 {
+				t.Fatal("the mix injected nothing")
+			}
+			e.proxy.SetRule(nil)
+			e.proxy.SetLatency(0)
+			e.assertExactlyOnce(t, want, bad)
+			t.Logf("%d invocations, %d retries, %d function errors; %d faults, %d items held",
+				res.Invocations, res.Retries, res.Errors, e.proxy.Faults.Load(), e.proxy.Held.Load())
+		})
+	}
+}
+
+// TestDeadlineReportsExactlyTheUnfinished: a 2,000-record batch whose
+// writes cannot all finish before the deadline returns before it, reports
+// every record not stored, and loses nothing once they are retried.
+//
+// "Exactly" has one honest exception: a request in flight when the deadline
+// cuts it off may still have been applied by DynamoDB, and its records are
+// reported because the handler cannot know. There are at most
+// WRITE_CONCURRENCY such requests of 25 items, which bounds those records.
+func TestDeadlineReportsExactlyTheUnfinished(t *testing.T) {
+	e := newEnv(t, true, func(c *Config) { c.WriteConcurrency = 2 })
+	records, want, _ := shardRecords(2000)
+	e.proxy.SetLatency(100 * time.Millisecond) // ~100 requests, 2 in flight: ~5 s of work
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	resp, err := e.h.Kinesis(ctx, events.KinesisEvent{Records: records})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("returned %v after the deadline", time.Since(start)-1500*time.Millisecond)
+	}
+	reported := failedSeqs(resp)
+	if len(reported) == 0 || len(reported) == len(records) {
+		t.Fatalf("%d of %d records reported: the test's timing does not cut the work short", len(reported), len(records))
+	}
+	// A record is complete when all its events are stored (or it was
+	// quarantined). Exactly the incomplete ones must be reported.
+	e.proxy.SetLatency(0)
+	stored := map[string]bool{}
+	for _, it := range e.itemsIn(t, "E#") {
+		ev := storedEvent(t, it)
+		stored[ev["source"].(string)+"\x00"+ev["id"].(string)] = true
+	}
+	quarantined := map[string]bool{}
+	for _, it := range e.itemsIn(t, "Q#") {
+		o := it[schema.Origin]
+		b, _ := json.Marshal(o)
+		var m struct{ Value map[string]struct{ Value string } }
+		_ = json.Unmarshal(b, &m)
+		quarantined[m.Value["sequence_number"].Value] = true
+	}
+	overReported := 0
+	for _, r := range records {
+		complete := quarantined[r.Kinesis.SequenceNumber]
+		if !complete {
+			raws, _, err := cloudevent.Split(r.Kinesis.Data)
+			complete = err == nil
+			for _, raw := range raws {
+				var ev struct{ Source, ID string }
+				if json.Unmarshal(raw, &ev) != nil || !stored[ev.Source+"\x00"+ev.ID] {
+					complete = false
+				}
+			}
+		}
+		switch {
+		case !complete && !reported[r.Kinesis.SequenceNumber]:
+			t.Fatalf("record %s is not stored and was not reported: it would be lost", r.Kinesis.SequenceNumber)
+		case complete && reported[r.Kinesis.SequenceNumber]:
+			overReported++
+		}
+	}
+	if limit := 2 * 25; overReported > limit {
+		t.Fatalf("%d stored records reported; requests in flight at the deadline explain at most %d", overReported, limit)
+	}
+	t.Logf("%d of %d records reported unfinished, %d of them stored by requests in flight at the deadline", len(reported), len(records), overReported)
+	// Lambda resends from the lowest reported record.
+	d := &esm.Driver{Handler: e.h.Kinesis, BatchSize: 2000, Timeout: 10 * time.Second, RetryAttempts: 3}
+	lowest := len(records)
+	for i, r := range records {
+		if reported[r.Kinesis.SequenceNumber] {
+			lowest = min(lowest, i)
+		}
+	}
+	if res := d.Run(context.Background(), records[lowest:]); len(res.Failed) != 0 {
+		t.Fatalf("retry gave up on %d records", len(res.Failed))
+	}
+	e.assertExactlyOnce(t, want, 2000/50)
+}
