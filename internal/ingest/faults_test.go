@@ -161,7 +161,9 @@ func TestDeadlineReportsExactlyTheUnfinished(t *testing.T) {
 	for _, it := range e.itemsIn(t, "Q#") {
 		o := it[schema.Origin]
 		b, _ := json.Marshal(o)
-		var m struct{ Value map[string]struct{ Value string } }
+		var m struct {
+			Value map[string]struct{ Value string }
+		}
 		_ = json.Unmarshal(b, &m)
 		quarantined[m.Value["sequence_number"].Value] = true
 	}

@@ -147,15 +147,23 @@ func (h *Handler) api(ctx context.Context, r apiRequest) apiResponse {
 				"Content-Type %q is not supported; send application/json, application/cloudevents+json or application/cloudevents-batch+json", mt)
 		}
 	}
+	// Refuse an oversized body before copying or decoding it.
+	size := len(r.body)
+	if r.base64 {
+		size = base64.StdEncoding.DecodedLen(len(r.body))
+	}
+	if size > MaxRequestBytes+2 || (!r.base64 && size > MaxRequestBytes) {
+		return errorResponse(http.StatusRequestEntityTooLarge, "body: %d bytes is over the %d-byte limit; split it into several requests", size, MaxRequestBytes)
+	}
 	body := []byte(r.body)
 	if r.base64 {
 		var err error
 		if body, err = base64.StdEncoding.DecodeString(r.body); err != nil {
 			return errorResponse(http.StatusBadRequest, "body: marked base64-encoded but is not valid base64: %v", err)
 		}
-	}
-	if len(body) > MaxRequestBytes {
-		return errorResponse(http.StatusRequestEntityTooLarge, "body: %d bytes is over the %d-byte limit; split it into several requests", len(body), MaxRequestBytes)
+		if len(body) > MaxRequestBytes {
+			return errorResponse(http.StatusRequestEntityTooLarge, "body: %d bytes is over the %d-byte limit; split it into several requests", len(body), MaxRequestBytes)
+		}
 	}
 	received := r.received.UTC()
 	now := h.now()

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -16,6 +17,9 @@ import (
 // CloudEvent or a JSON array of them. Events without a time get the record's
 // approximate arrival time, which is the same on every retry, so a retried
 // record lands on the same items.
+//
+// A record holds at most MaxRequestEvents events, like an API request; a
+// longer array is quarantined whole.
 //
 // The response lists, by sequence number, the records that could not be
 // stored for now (throttling, an unavailable table, the deadline): Lambda
@@ -50,6 +54,10 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 			continue
 		case len(raws) == 0:
 			reject(rec.Kinesis.Data, "record: holds an empty array, no events", origin)
+			continue
+		case len(raws) > MaxRequestEvents:
+			// One record must not fan out into unbounded writes.
+			reject(rec.Kinesis.Data, fmt.Sprintf("record: holds %d events; at most %d per record", len(raws), MaxRequestEvents), origin)
 			continue
 		}
 		for j, raw := range raws {

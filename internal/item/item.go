@@ -3,8 +3,11 @@
 package item
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -74,9 +77,11 @@ func (o Origin) key() string {
 	return k
 }
 
-// MaxRawBytes is the most raw bytes a quarantine item keeps: what fits in a
-// 400 KB item with its other attributes. Longer records keep this prefix and
-// say how long they were.
+// MaxRawBytes is the most raw bytes a quarantine item holds: what fits in a
+// 400 KB item with its other attributes. A longer record (a Kinesis record
+// may be 1 MiB) is stored gzip-compressed when that fits, and otherwise
+// truncated to this prefix with its full size recorded: the one case where
+// the quarantine cannot keep every byte, because DynamoDB cannot.
 const MaxRawBytes = 380_000
 
 // Rejected is a record that could not be ingested.
@@ -115,13 +120,51 @@ func Quarantine(r Rejected, shards bucketing.Step, retention time.Duration) Item
 		schema.TTL:    expiry(r.ReceivedAt, retention),
 	}
 	if len(raw) > MaxRawBytes {
-		attrs["raw_size"] = &types.AttributeValueMemberN{Value: strconv.Itoa(len(raw))}
-		raw = raw[:MaxRawBytes]
+		attrs[schema.RawSize] = &types.AttributeValueMemberN{Value: strconv.Itoa(len(raw))}
+		if gz := gzipped(raw); len(gz) <= MaxRawBytes {
+			attrs[schema.RawGzip] = &types.AttributeValueMemberB{Value: gz}
+			raw = nil
+		} else {
+			raw = raw[:MaxRawBytes]
+		}
 	}
-	// DynamoDB rejects empty binary values in keys only, but an empty body
-	// is still worth recording: store it as an empty binary.
-	attrs[schema.Raw] = &types.AttributeValueMemberB{Value: raw}
+	if raw != nil {
+		attrs[schema.Raw] = &types.AttributeValueMemberB{Value: raw}
+	}
 	return Item{PK: pk, SK: sk, Attrs: attrs}
+}
+
+func gzipped(b []byte) []byte {
+	var buf bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	w.Write(b)
+	w.Close()
+	return buf.Bytes()
+}
+
+// RawOf is the raw bytes of a quarantine item as received, and whether they
+// are whole (false when a record too large even compressed was truncated).
+func RawOf(attrs map[string]types.AttributeValue) ([]byte, bool, error) {
+	size := -1
+	if n, ok := attrs[schema.RawSize].(*types.AttributeValueMemberN); ok {
+		size, _ = strconv.Atoi(n.Value)
+	}
+	if gz, ok := attrs[schema.RawGzip].(*types.AttributeValueMemberB); ok {
+		r, err := gzip.NewReader(bytes.NewReader(gz.Value))
+		if err != nil {
+			return nil, false, fmt.Errorf("quarantine item: %w", err)
+		}
+		b, err := io.ReadAll(io.LimitReader(r, int64(max(size, 0))+1))
+		if err != nil {
+			return nil, false, fmt.Errorf("quarantine item: %w", err)
+		}
+		return b, true, nil
+	}
+	raw := []byte{}
+	if b, ok := attrs[schema.Raw].(*types.AttributeValueMemberB); ok && b.Value != nil {
+		raw = b.Value
+	}
+	return raw, size < 0 || size == len(raw), nil
 }
 
 // StoredEvent is the JSON of an event read back from an item.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/emf"
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -70,8 +71,9 @@ type EventsResponse struct {
 type Record struct {
 	ReceivedAt string         `json:"received_at"`
 	Reason     string         `json:"reason"`
-	Raw        []byte         `json:"raw"` // base64 in JSON
-	RawSize    int            `json:"raw_size,omitempty"`
+	Raw        []byte         `json:"raw"`                 // base64 in JSON
+	RawSize    int            `json:"raw_size,omitempty"`  // bytes received, when long
+	Truncated  bool           `json:"truncated,omitempty"` // raw holds only the first bytes
 	Origin     map[string]any `json:"origin"`
 }
 
@@ -209,13 +211,12 @@ func (h *Handler) serve(ctx context.Context, method, path, rawQuery string) (int
 func record(it map[string]types.AttributeValue) Record {
 	t, _, _ := bucketing.ParseSortKey(str(it[schema.SK]))
 	r := Record{ReceivedAt: t.Format(time.RFC3339Nano), Reason: str(it[schema.Reason]), Origin: map[string]any{}}
-	if b, ok := it[schema.Raw].(*types.AttributeValueMemberB); ok {
-		r.Raw = b.Value
+	raw, whole, err := item.RawOf(it)
+	if err != nil {
+		r.Reason += " (stored bytes unreadable: " + err.Error() + ")"
 	}
-	if r.Raw == nil {
-		r.Raw = []byte{}
-	}
-	if n, ok := it["raw_size"].(*types.AttributeValueMemberN); ok {
+	r.Raw, r.Truncated = raw, !whole
+	if n, ok := it[schema.RawSize].(*types.AttributeValueMemberN); ok {
 		r.RawSize, _ = strconv.Atoi(n.Value)
 	}
 	if m, ok := it[schema.Origin].(*types.AttributeValueMemberM); ok {

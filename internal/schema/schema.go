@@ -26,9 +26,11 @@ const (
 	Type    = "type"    // the event's type, for filters
 	Subject = "subject" // the event's subject, for filters; absent when the event has none
 
-	Raw    = "raw"    // quarantine: the bytes received
-	Reason = "reason" // quarantine: why the record was not ingested
-	Origin = "origin" // quarantine: where the record came from (a map)
+	Raw     = "raw"      // quarantine: the bytes received
+	RawGzip = "raw_gz"   // quarantine: the bytes received, gzip-compressed (long records)
+	RawSize = "raw_size" // quarantine: how many bytes were received, when long
+	Reason  = "reason"   // quarantine: why the record was not ingested
+	Origin  = "origin"   // quarantine: where the record came from (a map)
 
 	Schedule = "sched" // shard-count record: the list of steps
 	Version  = "ver"   // shard-count record: optimistic-lock version
