@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -39,7 +38,7 @@ type Event struct {
 	Subject string // empty when the event has none
 	Time    time.Time
 	Stamped bool   // Time was absent and stamped by the pipeline
-	JSON    []byte // the normalised event, compact JSON
+	JSON    string // the normalised event, compact JSON
 }
 
 // FieldError is a validation failure, naming the field at fault.
@@ -84,12 +83,14 @@ func syntaxErr(b []byte) error {
 	return json.Unmarshal(b, &v)
 }
 
-// Attributes with fixed meaning in CloudEvents 1.0.
-var stringAttrs = []string{"id", "source", "type", "specversion", "time", "subject", "datacontenttype", "dataschema", "data_base64"}
-
 // Parse validates one raw event and normalises it. now is the current time
 // and stamp the time to give an event that has none. The error, when not nil,
 // is a *FieldError.
+//
+// Parse is on the hot path of ingestion: it checks the event with
+// json.Valid (which allocates nothing), splits the object's members without
+// decoding them, and writes the normalised event in one buffer whose string
+// also backs the event's id, source, type and subject.
 func Parse(raw []byte, now, stamp time.Time, lim Limits) (Event, error) {
 	var ev Event
 	if lim.MaxBytes > 0 && len(raw) > lim.MaxBytes {
@@ -98,46 +99,75 @@ func Parse(raw []byte, now, stamp time.Time, lim Limits) (Event, error) {
 	if !utf8.Valid(raw) {
 		return ev, fieldErr("event", "is not valid UTF-8")
 	}
-	attrs, keys, err := object(raw)
-	if err != nil {
-		return ev, err
+	if !json.Valid(raw) {
+		return ev, fieldErr("event", "is not valid JSON: %v", syntaxErr(raw))
 	}
-	str := map[string]string{}
-	for _, k := range stringAttrs {
-		v, ok := attrs[k]
-		if !ok {
-			continue
-		}
-		if string(v) == "null" {
-			delete(attrs, k)
-			continue
-		}
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return ev, fieldErr(k, "must be a string")
-		}
-		str[k] = s
+	var buf [24]member
+	ms, ok := members(raw, buf[:])
+	if !ok {
+		return ev, fieldErr("event", "must be a JSON object")
 	}
-	for _, k := range []string{"id", "source", "type"} {
-		s, ok := str[k]
+	// Find the attributes with fixed meaning, and refuse duplicate names:
+	// which of two "id"s is the event's is ambiguous, and an ambiguity in an
+	// identity is a way to smuggle one event past another's checks.
+	var id, source, typ, specversion, tm, subject, data, dataB64 = -1, -1, -1, -1, -1, -1, -1, -1
+	for i := range ms {
+		for j := range i {
+			if bytes.Equal(ms[j].name, ms[i].name) {
+				return ev, fieldErr(fieldName(string(ms[i].name)), "appears more than once")
+			}
+		}
+		switch string(ms[i].name) {
+		case "id":
+			id = i
+		case "source":
+			source = i
+		case "type":
+			typ = i
+		case "specversion":
+			specversion = i
+		case "time":
+			tm = i
+		case "subject":
+			subject = i
+		case "data":
+			data = i
+		case "data_base64":
+			dataB64 = i
+		}
+		if isNull(ms[i].val) {
+			switch string(ms[i].name) {
+			case "id", "source", "type", "specversion", "time", "subject", "datacontenttype", "dataschema", "data_base64":
+				ms[i].val = nil // an optional attribute set to null is absent
+			}
+		}
+		switch string(ms[i].name) {
+		case "id", "source", "type", "specversion", "time", "subject", "datacontenttype", "dataschema", "data_base64":
+			if ms[i].val != nil && ms[i].val[0] != '"' {
+				return ev, fieldErr(string(ms[i].name), "must be a string")
+			}
+		}
+	}
+	for _, a := range []struct {
+		name string
+		i    int
+	}{{"id", id}, {"source", source}, {"type", typ}} {
 		switch {
-		case !ok || s == "":
-			return ev, fieldErr(k, "is required and must be a non-empty string")
-		case len(s) > MaxAttrBytes:
-			return ev, fieldErr(k, "is %d bytes; the limit is %d", len(s), MaxAttrBytes)
+		case a.i < 0 || ms[a.i].val == nil || len(ms[a.i].val) == 2:
+			return ev, fieldErr(a.name, "is required and must be a non-empty string")
+		case len(unquote(ms[a.i].val)) > MaxAttrBytes:
+			return ev, fieldErr(a.name, "is %d bytes; the limit is %d", len(unquote(ms[a.i].val)), MaxAttrBytes)
 		}
 	}
-	if v, ok := str["specversion"]; ok && v != "1.0" {
-		return ev, fieldErr("specversion", "is %q; only \"1.0\" is supported", v)
+	if specversion >= 0 && ms[specversion].val != nil && string(unquote(ms[specversion].val)) != "1.0" {
+		return ev, fieldErr("specversion", "is %q; only \"1.0\" is supported", unquote(ms[specversion].val))
 	}
-	if _, ok := attrs["data"]; ok {
-		if _, ok := attrs["data_base64"]; ok {
-			return ev, fieldErr("data_base64", "cannot be sent together with data")
-		}
+	if data >= 0 && dataB64 >= 0 && ms[dataB64].val != nil {
+		return ev, fieldErr("data_base64", "cannot be sent together with data")
 	}
-	ev.ID, ev.Source, ev.Type, ev.Subject = str["id"], str["source"], str["type"], str["subject"]
-	if s, ok := str["time"]; ok {
-		t, err := time.Parse(time.RFC3339Nano, s)
+	if tm >= 0 && ms[tm].val != nil {
+		s := unquote(ms[tm].val)
+		t, err := time.Parse(time.RFC3339Nano, string(s))
 		if err != nil {
 			return ev, fieldErr("time", "%q is not an RFC 3339 timestamp such as 2006-01-02T15:04:05Z", s)
 		}
@@ -151,93 +181,64 @@ func Parse(raw []byte, now, stamp time.Time, lim Limits) (Event, error) {
 	if lim.Retention > 0 && !ev.Time.After(now.Add(-lim.Retention)) {
 		return ev, fieldErr("time", "%s is older than the retention window of %v", ev.Time.Format(time.RFC3339Nano), lim.Retention)
 	}
-	ev.JSON, err = normalise(attrs, keys, ev.Time)
-	if err != nil {
-		return ev, err
+
+	// Write the normalised event: specversion "1.0", the required
+	// attributes, time in RFC 3339 UTC, then every other attribute in the
+	// order received, values byte for byte (compacted: numbers keep every
+	// digit).
+	var b strings.Builder
+	b.Grow(len(raw) + 64)
+	b.WriteString(`{"specversion":"1.0"`)
+	var at [4][2]int // where id, source, type and subject's values were written
+	put := func(name string, i, slot int) {
+		b.WriteString(`,"` + name + `":`)
+		at[slot][0] = b.Len()
+		compact(&b, ms[i].val)
+		at[slot][1] = b.Len()
+	}
+	put("id", id, 0)
+	put("source", source, 1)
+	put("type", typ, 2)
+	b.WriteString(`,"time":"`)
+	var tb [40]byte
+	b.Write(ev.Time.AppendFormat(tb[:0], time.RFC3339Nano))
+	b.WriteByte('"')
+	for i, m := range ms {
+		if m.val == nil || i == id || i == source || i == typ || i == tm || i == specversion {
+			continue
+		}
+		if i == subject {
+			put("subject", i, 3)
+			continue
+		}
+		b.WriteByte(',')
+		b.Write(m.key)
+		b.WriteByte(':')
+		compact(&b, m.val)
+	}
+	b.WriteByte('}')
+	out := b.String()
+	ev.JSON = out
+	str := func(slot int) string {
+		v := out[at[slot][0]:at[slot][1]]
+		if len(v) < 2 {
+			return ""
+		}
+		if strings.IndexByte(v, '\\') < 0 {
+			return v[1 : len(v)-1] // shares the normalised event's memory
+		}
+		var s string
+		_ = json.Unmarshal([]byte(v), &s)
+		return s
+	}
+	ev.ID, ev.Source, ev.Type = str(0), str(1), str(2)
+	if subject >= 0 && ms[subject].val != nil {
+		ev.Subject = str(3)
 	}
 	return ev, nil
 }
 
-// object decodes a JSON object's members, rejecting duplicate names: which
-// of two "id"s is the event's is ambiguous, and an ambiguity in an identity is
-// a way to smuggle one event past another's checks.
-func object(raw []byte) (map[string]json.RawMessage, []string, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, nil, fieldErr("event", "is not valid JSON: %v", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, nil, fieldErr("event", "must be a JSON object")
-	}
-	attrs := make(map[string]json.RawMessage, 10)
-	keys := make([]string, 0, 10)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, nil, fieldErr("event", "is not valid JSON: %v", err)
-		}
-		k := tok.(string) // object keys are always strings
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, nil, fieldErr("event", "is not valid JSON: %v", err)
-		}
-		if _, dup := attrs[k]; dup {
-			return nil, nil, fieldErr(k, "appears more than once")
-		}
-		attrs[k] = v
-		keys = append(keys, k)
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, nil, fieldErr("event", "is not valid JSON: %v", err)
-	}
-	if len(bytes.TrimSpace(raw[dec.InputOffset():])) > 0 {
-		return nil, nil, fieldErr("event", "has data after the closing brace")
-	}
-	return attrs, keys, nil
-}
-
-// normalise writes the event back as compact JSON: specversion "1.0", the
-// required attributes, time in RFC 3339 UTC, then every other attribute in
-// the order received, values byte for byte (compacted, so numbers keep every
-// digit).
-func normalise(attrs map[string]json.RawMessage, keys []string, t time.Time) ([]byte, error) {
-	size := 64
-	for k, v := range attrs {
-		size += len(k) + len(v) + 4
-	}
-	var b bytes.Buffer
-	b.Grow(size)
-	b.WriteString(`{"specversion":"1.0"`)
-	for _, k := range []string{"id", "source", "type"} {
-		b.WriteString(`,"` + k + `":`)
-		if err := json.Compact(&b, attrs[k]); err != nil {
-			return nil, fieldErr(k, "is not valid JSON: %v", err)
-		}
-	}
-	b.WriteString(`,"time":"`)
-	b.WriteString(t.Format(time.RFC3339Nano))
-	b.WriteByte('"')
-	for _, k := range keys {
-		if slices.Contains([]string{"specversion", "id", "source", "type", "time"}, k) {
-			continue
-		}
-		v, ok := attrs[k]
-		if !ok { // dropped null
-			continue
-		}
-		name, _ := json.Marshal(k)
-		b.WriteByte(',')
-		b.Write(name)
-		b.WriteByte(':')
-		if err := json.Compact(&b, v); err != nil {
-			return nil, fieldErr(fieldName(k), "is not valid JSON: %v", err)
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+func isNull(v []byte) bool { return len(v) == 4 && string(v) == "null" }
 
 func fieldName(k string) string {
 	if strings.TrimSpace(k) == "" {

@@ -52,7 +52,7 @@ func TestParseKeepsEscapesAndUnicode(t *testing.T) {
 		t.Fatalf("decoded %q %q", ev.ID, ev.Source)
 	}
 	var back map[string]any
-	if err := json.Unmarshal(ev.JSON, &back); err != nil || back["data"] != "é\n" || back["source"] != "日本#x" {
+	if err := json.Unmarshal([]byte(ev.JSON), &back); err != nil || back["data"] != "é\n" || back["source"] != "日本#x" {
 		t.Fatalf("round trip %v %v", back, err)
 	}
 }
@@ -115,6 +115,21 @@ func TestSplit(t *testing.T) {
 		var fe *FieldError
 		if _, _, err := Split([]byte(body)); !errors.As(err, &fe) || fe.Field != "body" {
 			t.Errorf("Split(%q) = %v, want a body error", body, err)
+		}
+	}
+}
+
+// BenchmarkParse is parsing and normalising one ~500-byte event.
+func BenchmarkParse(b *testing.B) {
+	raw := []byte(`{"data":{"driver":"d-0042","engine":{"oil_bar":3.9,"rpm":1850,"temp_c":88.5},"fuel":0.62,"lat":52.5200066,` +
+		`"lon":13.404954,"note":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx","odometer":123456789,"speed_kmh":71.5,"tags":["eu","long-haul","reefer"]},` +
+		`"datacontenttype":"application/json","id":"evt-00000001","source":"iot/fleet-7","specversion":"1.0","subject":"truck/DE-0001",` +
+		`"time":"2026-11-22T11:59:59.999Z","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","type":"com.example.telemetry.reading"}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := Parse(raw, now, now, lim); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -1,9 +1,12 @@
 package cloudevent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
+	"time"
 )
 
 // FuzzParse: no input panics; every rejection is a FieldError; every
@@ -15,6 +18,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`[{"id":"1"}]`))
 	f.Add([]byte(`{"id":"1","id":"2"}`))
 	f.Add([]byte("\xff"))
+	f.Add([]byte(`{"\u0069d":"1","source":"s\"q","type":"t\u00e9","subject":null,"x":{"a" : [ 1 , "b\\" ] }}`))
+	f.Add([]byte(`{"id":"1","source":"s","type":"t","\u0069d":"2"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		ev, err := Parse(raw, now, now, lim)
 		if err != nil {
@@ -24,13 +29,40 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if !json.Valid(ev.JSON) {
+		if !json.Valid([]byte(ev.JSON)) {
 			t.Fatalf("normalised %q is not JSON", ev.JSON)
 		}
-		again, err := Parse(ev.JSON, now, now, Limits{Retention: lim.Retention})
-		if err != nil || again.ID != ev.ID || again.Source != ev.Source || !again.Time.Equal(ev.Time) || string(again.JSON) != string(ev.JSON) {
+		again, err := Parse([]byte(ev.JSON), now, now, Limits{Retention: lim.Retention})
+		if err != nil || again.ID != ev.ID || again.Source != ev.Source || !again.Time.Equal(ev.Time) || again.JSON != ev.JSON {
 			t.Fatalf("normalised event does not parse to itself: %q -> %v %q", ev.JSON, err, again.JSON)
+		}
+		// Differential check against encoding/json: the normalised event holds
+		// exactly the members received, but for the normalised time and
+		// specversion and the optional attributes sent as null.
+		in, out := decodeMap(t, raw), decodeMap(t, []byte(ev.JSON))
+		in["specversion"] = "1.0"
+		in["time"] = ev.Time.Format(time.RFC3339Nano)
+		for _, k := range []string{"subject", "datacontenttype", "dataschema", "data_base64"} {
+			if v, ok := in[k]; ok && v == nil {
+				delete(in, k)
+			}
+		}
+		if !reflect.DeepEqual(in, out) {
+			t.Fatalf("normalised %q\n from %q\n differ: %v vs %v", ev.JSON, raw, in, out)
+		}
+		if ev.ID != in["id"] || ev.Source != in["source"] || ev.Type != in["type"] {
+			t.Fatalf("attributes %q %q %q differ from %v", ev.ID, ev.Source, ev.Type, in)
 		}
 		_, _, _ = Split(raw)
 	})
+}
+
+func decodeMap(t *testing.T, b []byte) map[string]any {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		t.Fatalf("encoding/json cannot decode %q: %v", b, err)
+	}
+	return m
 }

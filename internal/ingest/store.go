@@ -72,7 +72,7 @@ func (h *Handler) store(ctx context.Context, units []unit) ([]outcome, storeStat
 					units[u].rejected = &item.Rejected{
 						ReceivedAt: units[u].received,
 						Reason:     fmt.Sprintf("event: storage refused it: %v", res.Err[n]),
-						Raw:        units[u].event.JSON,
+						Raw:        []byte(units[u].event.JSON),
 						Origin:     units[u].origin,
 					}
 					units[u].event = nil

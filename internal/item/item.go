@@ -38,7 +38,7 @@ func Event(e cloudevent.Event, shards bucketing.Step, retention time.Duration) I
 	attrs[schema.PK] = &types.AttributeValueMemberS{Value: pk}
 	attrs[schema.SK] = &types.AttributeValueMemberS{Value: sk}
 	attrs[schema.GSIPK] = &types.AttributeValueMemberS{Value: bucketing.GSIPK(e.Source, bucketing.Hour(e.Time), bucketing.GSIShard(h, shards.GSIShards))}
-	attrs[schema.Event] = &types.AttributeValueMemberS{Value: string(e.JSON)}
+	attrs[schema.Event] = &types.AttributeValueMemberS{Value: e.JSON}
 	attrs[schema.Type] = &types.AttributeValueMemberS{Value: e.Type}
 	if e.Subject != "" {
 		attrs[schema.Subject] = &types.AttributeValueMemberS{Value: e.Subject}

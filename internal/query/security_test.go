@@ -102,7 +102,7 @@ func TestNoQueryCrossesSources(t *testing.T) {
 	for _, b := range bodies {
 		var in struct {
 			KeyConditionExpression, FilterExpression, ConditionExpression, ProjectionExpression string
-			ExpressionAttributeNames                                                           map[string]string
+			ExpressionAttributeNames                                                            map[string]string
 		}
 		if err := json.Unmarshal(b, &in); err != nil {
 			t.Fatal(err)
