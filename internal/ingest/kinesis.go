@@ -30,7 +30,8 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()
 	now := h.now()
-	var units []unit
+	units := make([]unit, 0, len(ev.Records))
+	evs := make([]cloudevent.Event, 0, len(ev.Records)) // one allocation for the usual one event a record
 	for i, rec := range ev.Records {
 		// Kinesis stamps arrival in milliseconds; the float seconds of the
 		// event carry noise below that.
@@ -70,7 +71,8 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 				reject(raw, err.Error(), o)
 				continue
 			}
-			units = append(units, unit{group: i, event: &e, origin: o, received: arrival})
+			evs = append(evs, e) // a pointer into a grown slice stays valid: events are not changed after parsing
+			units = append(units, unit{group: i, event: &evs[len(evs)-1], origin: o, received: arrival})
 		}
 	}
 	outcomes, st := h.store(ctx, units)

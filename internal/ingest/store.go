@@ -97,15 +97,24 @@ func (h *Handler) store(ctx context.Context, units []unit) ([]outcome, storeStat
 // whose schedule cannot be read are left out (and so stay failed); err is the
 // first such error.
 func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []item.Item, idx []int, err error) {
+	// Keyed by day number, not day string: this runs once per unit, and
+	// the string is only needed once per (stream, day).
 	type key struct {
 		stream bucketing.Stream
-		day    string
+		day    int64
+	}
+	dayOf := func(t time.Time) int64 {
+		s := t.Unix()
+		if s < 0 {
+			s -= 86399
+		}
+		return s / 86400
 	}
 	keyOf := func(u unit) key {
 		if u.event != nil {
-			return key{bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, bucketing.Day(u.event.Time)}
+			return key{bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, dayOf(u.event.Time)}
 		}
-		return key{bucketing.Stream{Space: bucketing.Quarantine}, bucketing.Day(u.rejected.ReceivedAt)}
+		return key{bucketing.Stream{Space: bucketing.Quarantine}, dayOf(u.rejected.ReceivedAt)}
 	}
 	scheds := map[key]bucketing.Schedule{}
 	schedErr := map[key]error{}
@@ -120,7 +129,7 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			s, err := h.registry.Schedule(ctx, k.stream, k.day)
+			s, err := h.registry.Schedule(ctx, k.stream, time.Unix(k.day*86400, 0).UTC().Format(bucketing.DayLayout))
 			mu.Lock()
 			defer mu.Unlock()
 			scheds[k], schedErr[k] = s, err

@@ -30,20 +30,37 @@ func (it Item) Key() [2]string { return [2]string{it.PK, it.SK} }
 
 // Event is the item of an event. shards is the step of the shard schedule
 // in effect at the event's time, retention how long the item lives.
+//
+// Event runs once per ingested event, so it builds the three keys and the
+// expiry in one buffer and the attribute values in one array: five
+// allocations an item instead of a dozen.
 func Event(e cloudevent.Event, shards bucketing.Step, retention time.Duration) Item {
 	h := bucketing.Hash(e.Source, e.ID)
-	pk := bucketing.Stream{Space: bucketing.Events, Source: e.Source}.PK(bucketing.Day(e.Time), bucketing.Shard(h, shards.Shards))
-	sk := bucketing.SortKey(e.Time, e.ID)
+	buf := make([]byte, 0, 3*len(e.Source)+len(e.ID)+96)
+	buf = bucketing.Stream{Space: bucketing.Events, Source: e.Source}.AppendPK(buf, e.Time, bucketing.Shard(h, shards.Shards))
+	pkEnd := len(buf)
+	buf = bucketing.AppendSortKey(buf, e.Time, e.ID)
+	skEnd := len(buf)
+	buf = bucketing.AppendGSIPK(buf, e.Source, e.Time, bucketing.GSIShard(h, shards.GSIShards))
+	gpkEnd := len(buf)
+	buf = strconv.AppendInt(buf, e.Time.Add(retention).Unix(), 10)
+	keys := string(buf)
+	pk, sk := keys[:pkEnd], keys[pkEnd:skEnd]
+
+	vals := new([6]types.AttributeValueMemberS)
+	vals[0].Value, vals[1].Value, vals[2].Value = pk, sk, keys[skEnd:gpkEnd]
+	vals[3].Value, vals[4].Value = e.JSON, e.Type
 	attrs := make(map[string]types.AttributeValue, 7)
-	attrs[schema.PK] = &types.AttributeValueMemberS{Value: pk}
-	attrs[schema.SK] = &types.AttributeValueMemberS{Value: sk}
-	attrs[schema.GSIPK] = &types.AttributeValueMemberS{Value: bucketing.GSIPK(e.Source, bucketing.Hour(e.Time), bucketing.GSIShard(h, shards.GSIShards))}
-	attrs[schema.Event] = &types.AttributeValueMemberS{Value: e.JSON}
-	attrs[schema.Type] = &types.AttributeValueMemberS{Value: e.Type}
+	attrs[schema.PK] = &vals[0]
+	attrs[schema.SK] = &vals[1]
+	attrs[schema.GSIPK] = &vals[2]
+	attrs[schema.Event] = &vals[3]
+	attrs[schema.Type] = &vals[4]
 	if e.Subject != "" {
-		attrs[schema.Subject] = &types.AttributeValueMemberS{Value: e.Subject}
+		vals[5].Value = e.Subject
+		attrs[schema.Subject] = &vals[5]
 	}
-	attrs[schema.TTL] = expiry(e.Time, retention)
+	attrs[schema.TTL] = &types.AttributeValueMemberN{Value: keys[gpkEnd:]}
 	return Item{PK: pk, SK: sk, Attrs: attrs}
 }
 

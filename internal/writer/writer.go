@@ -170,8 +170,10 @@ func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchR
 	}
 	for attempt := 0; ; attempt++ {
 		reqs := make([]types.WriteRequest, len(pending))
+		puts := make([]types.PutRequest, len(pending))
 		for n, k := range pending {
-			reqs[n] = types.WriteRequest{PutRequest: &types.PutRequest{Item: items[idx[k]].Attrs}}
+			puts[n].Item = items[idx[k]].Attrs
+			reqs[n].PutRequest = &puts[n]
 		}
 		out, err := w.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
 			RequestItems:           map[string][]types.WriteRequest{w.Table: reqs},

@@ -321,3 +321,21 @@ func itoa(i int) string {
 		}
 	}
 }
+
+// TestAppendMatchesString: the allocation-free builders write exactly the
+// keys of the string functions.
+func TestAppendMatchesString(t *testing.T) {
+	f := func(src, id string, ns int64, n uint8) bool {
+		at := time.Unix(0, ns%(1<<62)).In(time.FixedZone("z", 3600))
+		s := Stream{Space: Events, Source: src}
+		q := Stream{Space: Quarantine}
+		return string(s.AppendPK([]byte("x"), at, int(n)))[1:] == s.PK(Day(at), int(n)) &&
+			string(q.AppendPK(nil, at, int(n))) == q.PK(Day(at), int(n)) &&
+			string(AppendGSIPK(nil, src, at, int(n))) == GSIPK(src, Hour(at), int(n)) &&
+			string(AppendSortKey(nil, at, id)) == SortKey(at, id) &&
+			FormatTime(at) == at.UTC().Format(TimeLayout)
+	}
+	if err := quick.Check(f, &quick.Config{MaxCount: 3000}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -34,7 +34,12 @@ const (
 var ErrKey = errors.New("bucketing: malformed key")
 
 // FormatTime renders t (in UTC) as the fixed-width time of a sort key.
-func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+func FormatTime(t time.Time) string { return string(AppendTime(nil, t)) }
+
+// AppendTime appends FormatTime(t) to dst. The Append functions build keys
+// without allocating, for the ingest hot path; each string function is its
+// Append function on a fresh buffer, so the two cannot disagree.
+func AppendTime(dst []byte, t time.Time) []byte { return t.UTC().AppendFormat(dst, TimeLayout) }
 
 // ParseTime parses a time written by FormatTime.
 func ParseTime(s string) (time.Time, error) {
@@ -53,6 +58,21 @@ func Day(t time.Time) string { return t.UTC().Format(DayLayout) }
 
 // Hour is the UTC hour bucket of t.
 func Hour(t time.Time) string { return t.UTC().Format(HourLayout) }
+
+// appendEscaped appends Escape(s).
+func appendEscaped(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '%':
+			dst = append(dst, "%25"...)
+		case '#':
+			dst = append(dst, "%23"...)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
 
 // Escape makes s safe to embed in a '#'-delimited partition key: '%' becomes
 // "%25" and '#' becomes "%23"; every other byte is kept. It is injective and
@@ -111,24 +131,32 @@ type Stream struct {
 	Source string // the event source; empty for Quarantine
 }
 
-// prefix is the partition key up to, not including, the day.
-func (s Stream) prefix() string {
+// appendPrefix appends the partition key up to, not including, the day.
+func (s Stream) appendPrefix(dst []byte) []byte {
 	if s.Space == Quarantine {
-		return "Q#"
+		return append(dst, "Q#"...)
 	}
-	return string(s.Space) + "#" + Escape(s.Source) + "#"
+	dst = append(dst, byte(s.Space), '#')
+	return append(appendEscaped(dst, s.Source), '#')
 }
 
 // PK is the base-table partition key of the stream's records on day (a
 // DayLayout string) in the given shard.
 func (s Stream) PK(day string, shard int) string {
-	return s.prefix() + day + "#" + strconv.Itoa(shard)
+	return string(strconv.AppendInt(append(append(s.appendPrefix(nil), day...), '#'), int64(shard), 10))
+}
+
+// AppendPK appends the partition key of the stream's records at time t (its
+// UTC day) in the given shard: PK(Day(t), shard).
+func (s Stream) AppendPK(dst []byte, t time.Time, shard int) []byte {
+	dst = t.UTC().AppendFormat(s.appendPrefix(dst), DayLayout)
+	return strconv.AppendInt(append(dst, '#'), int64(shard), 10)
 }
 
 // MetaPK is the partition key of the record that holds the stream's shard
 // counts for day.
 func (s Stream) MetaPK(day string) string {
-	return "M#" + s.prefix() + day
+	return string(append(s.appendPrefix([]byte("M#")), day...))
 }
 
 // PartitionKey is a decoded base-table partition key.
@@ -180,7 +208,16 @@ func ParsePK(s string) (PartitionKey, error) {
 // GSIPK is the GSI partition key of source's events in the hour bucket (an
 // HourLayout string) and GSI shard.
 func GSIPK(source, hour string, gsiShard int) string {
-	return "G#" + Escape(source) + "#" + hour + "#" + strconv.Itoa(gsiShard)
+	dst := append(appendEscaped([]byte("G#"), source), '#')
+	return string(strconv.AppendInt(append(append(dst, hour...), '#'), int64(gsiShard), 10))
+}
+
+// AppendGSIPK appends the GSI partition key of source's events at time t:
+// GSIPK(source, Hour(t), gsiShard).
+func AppendGSIPK(dst []byte, source string, t time.Time, gsiShard int) []byte {
+	dst = append(appendEscaped(append(dst, "G#"...), source), '#')
+	dst = t.UTC().AppendFormat(dst, HourLayout)
+	return strconv.AppendInt(append(dst, '#'), int64(gsiShard), 10)
 }
 
 // GSIKey is a decoded GSI partition key.
@@ -233,7 +270,12 @@ func parseShard(s string) (int, error) {
 // id, or a quarantine record's origin). The time has a fixed width, so the id
 // needs no escaping and string order is (time, id bytewise) order.
 func SortKey(t time.Time, id string) string {
-	return FormatTime(t) + "#" + id
+	return string(AppendSortKey(nil, t, id))
+}
+
+// AppendSortKey appends SortKey(t, id).
+func AppendSortKey(dst []byte, t time.Time, id string) []byte {
+	return append(append(AppendTime(dst, t), '#'), id...)
 }
 
 // ParseSortKey splits a sort key back into its time and id.
