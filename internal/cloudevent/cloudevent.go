@@ -54,9 +54,10 @@ func fieldErr(field, format string, args ...any) error {
 }
 
 // Split reads a body that holds one event or a JSON array of events (a
-// CloudEvents batch is such an array) and returns each event's raw JSON.
+// CloudEvents batch is such an array) and returns each event's raw JSON;
 // array says which of the two it was. It fails only when the body as a whole
-// is not JSON.
+// is not JSON. The events it returns are checked JSON: give them to
+// ParseElement.
 func Split(body []byte) (events []json.RawMessage, array bool, err error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
@@ -65,17 +66,26 @@ func Split(body []byte) (events []json.RawMessage, array bool, err error) {
 	if !utf8.Valid(body) {
 		return nil, false, fieldErr("body", "is not valid UTF-8")
 	}
-	if trimmed[0] != '[' {
-		if !json.Valid(body) {
-			return nil, false, fieldErr("body", "is not valid JSON: %v", syntaxErr(body))
+	if !json.Valid(body) {
+		what := "JSON"
+		if trimmed[0] == '[' {
+			what = "a valid JSON array"
 		}
-		return []json.RawMessage{trimmed}, false, nil
+		return nil, trimmed[0] == '[', fieldErr("body", "is not %s: %v", what, syntaxErr(body))
 	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, true, fieldErr("body", "is not a valid JSON array: %v", err)
+	if trimmed[0] != '[' {
+		return []json.RawMessage{bytes.TrimRight(trimmed, " \t\r\n")}, false, nil
 	}
-	return list, true, nil
+	// A valid array: its elements end where skipValue says.
+	for p := skipSpace(trimmed, 1); p < len(trimmed) && trimmed[p] != ']'; {
+		end := skipValue(trimmed, p)
+		events = append(events, trimmed[p:end])
+		p = skipSpace(trimmed, end)
+		if trimmed[p] == ',' {
+			p = skipSpace(trimmed, p+1)
+		}
+	}
+	return events, true, nil
 }
 
 func syntaxErr(b []byte) error {
@@ -92,15 +102,24 @@ func syntaxErr(b []byte) error {
 // decoding them, and writes the normalised event in one buffer whose string
 // also backs the event's id, source, type and subject.
 func Parse(raw []byte, now, stamp time.Time, lim Limits) (Event, error) {
+	if lim.MaxBytes > 0 && len(raw) > lim.MaxBytes {
+		return Event{}, fieldErr("event", "is %d bytes; the limit is %d", len(raw), lim.MaxBytes)
+	}
+	if !utf8.Valid(raw) {
+		return Event{}, fieldErr("event", "is not valid UTF-8")
+	}
+	if !json.Valid(raw) {
+		return Event{}, fieldErr("event", "is not valid JSON: %v", syntaxErr(raw))
+	}
+	return ParseElement(raw, now, stamp, lim)
+}
+
+// ParseElement is Parse for an event that Split returned, which is already
+// known to be valid UTF-8 and valid JSON: the checks are not repeated.
+func ParseElement(raw []byte, now, stamp time.Time, lim Limits) (Event, error) {
 	var ev Event
 	if lim.MaxBytes > 0 && len(raw) > lim.MaxBytes {
 		return ev, fieldErr("event", "is %d bytes; the limit is %d", len(raw), lim.MaxBytes)
-	}
-	if !utf8.Valid(raw) {
-		return ev, fieldErr("event", "is not valid UTF-8")
-	}
-	if !json.Valid(raw) {
-		return ev, fieldErr("event", "is not valid JSON: %v", syntaxErr(raw))
 	}
 	var buf [24]member
 	ms, ok := members(raw, buf[:])

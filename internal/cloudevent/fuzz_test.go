@@ -16,11 +16,23 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"id":"1","source":"s","type":"t","data":{"n":12345678901234567890}}`))
 	f.Add([]byte(`{"id":"1","source":"s","type":"t","time":"2026-11-22T11:00:00+01:00","x":[1,{"y":null}]}`))
 	f.Add([]byte(`[{"id":"1"}]`))
+	f.Add([]byte(` [ {"id":"1"} , 5 ,"x", [1,[2]] , null ] `))
 	f.Add([]byte(`{"id":"1","id":"2"}`))
 	f.Add([]byte("\xff"))
 	f.Add([]byte(`{"\u0069d":"1","source":"s\"q","type":"t\u00e9","subject":null,"x":{"a" : [ 1 , "b\\" ] }}`))
 	f.Add([]byte(`{"id":"1","source":"s","type":"t","\u0069d":"2"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		if evs, array, err := Split(raw); err == nil && array {
+			var ref []json.RawMessage
+			if json.Unmarshal(raw, &ref) != nil || len(ref) != len(evs) {
+				t.Fatalf("Split found %d elements in %q; encoding/json %d", len(evs), raw, len(ref))
+			}
+			for i := range ref {
+				if !bytes.Equal(bytes.TrimSpace(ref[i]), evs[i]) {
+					t.Fatalf("element %d: %q vs %q", i, evs[i], ref[i])
+				}
+			}
+		}
 		ev, err := Parse(raw, now, now, lim)
 		if err != nil {
 			var fe *FieldError
@@ -53,7 +65,12 @@ func FuzzParse(f *testing.F) {
 		if ev.ID != in["id"] || ev.Source != in["source"] || ev.Type != in["type"] {
 			t.Fatalf("attributes %q %q %q differ from %v", ev.ID, ev.Source, ev.Type, in)
 		}
-		_, _, _ = Split(raw)
+		// Split then ParseElement, the ingest path, agrees with Parse.
+		if evs, array, err := Split(raw); err != nil || array || len(evs) != 1 {
+			t.Fatalf("Split of an accepted event: %v %v %d", err, array, len(evs))
+		} else if e2, err := ParseElement(evs[0], now, now, lim); err != nil || e2.JSON != ev.JSON {
+			t.Fatalf("ParseElement after Split: %v %q", err, e2.JSON)
+		}
 	})
 }
 

@@ -46,17 +46,25 @@ func skipSpace(b []byte, p int) int {
 	return p
 }
 
-// skipString returns the index after the JSON string starting at p.
+// skipString returns the index after the JSON string starting at p. It
+// jumps from quote to quote (bytes.IndexByte is vectorised) and counts the
+// backslashes before each to tell an escaped quote from the closing one.
 func skipString(b []byte, p int) int {
-	for p++; p < len(b); p++ {
-		switch b[p] {
-		case '\\':
-			p++
-		case '"':
-			return p + 1
+	for p++; ; {
+		i := bytes.IndexByte(b[p:], '"')
+		if i < 0 {
+			return len(b)
 		}
+		q := p + i
+		n := 0
+		for k := q - 1; k >= p && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1
+		}
+		p = q + 1
 	}
-	return p
 }
 
 // skipValue returns the index after the JSON value starting at p.
@@ -108,6 +116,10 @@ func unquote(s []byte) []byte {
 // whitespace outside strings is all there is to drop; numbers and strings
 // are copied byte for byte.
 func compact(dst *strings.Builder, v []byte) {
+	if bytes.IndexAny(v, " \t\r\n") < 0 {
+		dst.Write(v)
+		return
+	}
 	start := 0
 	for p := 0; p < len(v); p++ {
 		switch v[p] {

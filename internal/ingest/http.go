@@ -199,7 +199,7 @@ func (h *Handler) api(ctx context.Context, r apiRequest) apiResponse {
 			if array {
 				o.Index = &i
 			}
-			e, err := cloudevent.Parse(raw, now, received, h.limits())
+			e, err := cloudevent.ParseElement(raw, now, received, h.limits())
 			if err != nil {
 				units = append(units, unit{group: i, origin: o, received: received,
 					rejected: &item.Rejected{ReceivedAt: received, Reason: err.Error(), Raw: raw, Origin: o}})

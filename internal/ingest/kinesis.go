@@ -66,7 +66,7 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 			if array {
 				o.Index = &j
 			}
-			e, err := cloudevent.Parse(raw, now, arrival, h.limits())
+			e, err := cloudevent.ParseElement(raw, now, arrival, h.limits())
 			if err != nil {
 				reject(raw, err.Error(), o)
 				continue
