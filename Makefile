@@ -41,9 +41,17 @@ fuzz:
 	$(GO) test ./internal/cloudevent -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/query -run '^$$' -fuzz FuzzParams -fuzztime $(FUZZTIME)
 
-## bench: benchmarks
+## bench: shardline against the naive design, in one run; results in bench/results/
+BENCHSTAT := $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench: deps java
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	@mkdir -p bench/results
+	@echo "handler cost per event, storage excluded (6 runs), against the pre-optimisation baseline:"
+	$(GO) test -run '^$$' -bench 'HandlerPerEvent' -benchtime 100x -count 6 ./internal/ingest \
+	  | grep -E '^(goos|goarch|pkg|cpu|Benchmark)' > bench/results/handler.txt
+	$(BENCHSTAT) bench/results/handler-baseline.txt bench/results/handler.txt | tee bench/results/handler-benchstat.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/cloudevent ./internal/query ./pkg/... \
+	  | grep -E '^(Benchmark|ok)' | tee bench/results/micro.txt
+	$(GO) run ./cmd/shardline bench -out bench/results
 
 CDK := tools/node_modules/.bin/cdk --no-notices
 

@@ -2,6 +2,7 @@
 //
 //	shardline dev     run the pipeline locally on DynamoDB Local (make run)
 //	shardline shards  print the shard count for a peak rate and item size
+//	shardline bench   measure shardline against the naive design (make bench)
 //
 // Run "shardline <command> -h" for a command's flags.
 package main
@@ -16,7 +17,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/shardline/shardline/internal/benchrun"
 	"github.com/shardline/shardline/internal/devserver"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -26,6 +29,7 @@ const usage = `shardline: tools for the shardline event pipeline
 usage:
   shardline dev [flags]      run the pipeline locally on DynamoDB Local and serve the API
   shardline shards [flags]   print the shard count for a source's peak write rate
+  shardline bench [flags]    measure ingest, queries and cold start against the naive design
 
 Run "shardline <command> -h" for the flags of a command.
 `
@@ -48,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = dev(args[1:], stdout, stderr)
 	case "shards":
 		err = shards(args[1:], stdout, stderr)
+	case "bench":
+		err = bench(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "shardline: unknown command %q\n\n%s", args[0], usage)
 		return 2
@@ -126,4 +132,38 @@ flags:
 	}
 	fmt.Fprintf(stdout, "%d\n", bucketing.ShardsFor(*peak, *kb))
 	return nil
+}
+
+func bench(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("shardline bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := benchrun.Options{Out: stdout}
+	fs.StringVar(&o.ResultsDir, "out", "bench/results", "directory for results.json and results.md (empty: print only)")
+	fs.DurationVar(&o.Latency, "latency", 5*time.Millisecond, "the stub endpoint's latency per request")
+	fs.IntVar(&o.Events, "events", 10000, "records in shardline's Kinesis batch")
+	fs.IntVar(&o.NaiveCap, "naive-events", 1000, "events the naive sequential path writes")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: shardline bench [flags]
+
+Runs, side by side: shardline's ingest handler on a 10,000-record Kinesis
+batch and the seed articles' write path (one PutItem per event, sequential,
+one partition key) against DynamoDB Local and against a stub endpoint with a
+fixed latency; dashboard queries on the GSI and scatter paths; and the cold
+start of both functions. Prints a table and writes it as JSON and Markdown.
+Needs Java and the npm tools (make bench installs them).
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.Events < 1 || o.NaiveCap < 1 {
+		return fmt.Errorf("-events and -naive-events must be positive")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	_, err := benchrun.Run(ctx, o)
+	return err
 }

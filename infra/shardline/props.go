@@ -11,6 +11,7 @@ import (
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
+	"github.com/shardline/shardline/internal/writer"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
@@ -42,7 +43,7 @@ type Props struct {
 	RetentionDays int
 	// MaxEventBytes is the largest event accepted, 65536.
 	MaxEventBytes int
-	// WriteConcurrency is BatchWriteItem requests in flight per invocation, 16.
+	// WriteConcurrency is BatchWriteItem requests in flight per invocation, 32.
 	WriteConcurrency int
 	// QueryConcurrency is Query requests in flight per page, 32.
 	QueryConcurrency int
@@ -96,7 +97,7 @@ func (p Props) withDefaults() Props {
 	def(&p.QuarantineShards, ingest.DefaultQuarantineShards)
 	def(&p.RetentionDays, ingest.DefaultRetentionDays)
 	def(&p.MaxEventBytes, cloudevent.DefaultMaxBytes)
-	def(&p.WriteConcurrency, 16)
+	def(&p.WriteConcurrency, writer.DefaultConcurrency)
 	def(&p.QueryConcurrency, query.DefaultConcurrency)
 	def(&p.IngestMemoryMB, 512)
 	def(&p.QueryMemoryMB, 256)

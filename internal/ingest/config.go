@@ -23,7 +23,7 @@ const (
 	EnvQuarantineShards = "QUARANTINE_SHARDS"    // shards of the quarantine key space; default 4
 	EnvRetentionDays    = "RETENTION_DAYS"       // days an event is kept (TTL); default 30
 	EnvMaxEventBytes    = "MAX_EVENT_BYTES"      // largest event accepted; default 65536, at most 350000
-	EnvWriteConcurrency = "WRITE_CONCURRENCY"    // BatchWriteItem requests in flight; default 16
+	EnvWriteConcurrency = "WRITE_CONCURRENCY"    // BatchWriteItem requests in flight; default 32
 	EnvLogLevel         = "LOG_LEVEL"            // debug, info, warn or error; default info
 )
 

@@ -26,7 +26,7 @@ const BatchSize = 25
 
 // Defaults of Writer's fields.
 const (
-	DefaultConcurrency = 16
+	DefaultConcurrency = 32
 	DefaultBaseDelay   = 25 * time.Millisecond
 	DefaultMaxDelay    = 2 * time.Second
 )

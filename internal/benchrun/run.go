@@ -1,0 +1,142 @@
+package benchrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/shardline/shardline/internal/ddbclient"
+	"github.com/shardline/shardline/internal/ddblocal"
+	"github.com/shardline/shardline/internal/ddbstub"
+	"github.com/shardline/shardline/internal/schema"
+)
+
+// Options configure Run.
+type Options struct {
+	Out        io.Writer     // progress and the table
+	ResultsDir string        // where results.json and results.md go; empty writes none
+	Latency    time.Duration // the stub's per-request latency
+	Events     int           // records in shardline's Kinesis batch
+	NaiveCap   int           // events the sequential naive path writes (its rate does not depend on the count)
+}
+
+// Report is everything a run measured.
+type Report struct {
+	When      time.Time   `json:"when"`
+	Machine   string      `json:"machine"`
+	LatencyMs float64     `json:"stub_latency_ms"`
+	Ingest    []IngestRow `json:"ingest"`
+	Query     []QueryRow  `json:"query"`
+	ColdStart []ColdRow   `json:"cold_start"`
+}
+
+// Run measures and reports.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	rep := &Report{When: time.Now().UTC(), Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
+		LatencyMs: float64(o.Latency.Microseconds()) / 1000}
+	fmt.Fprintln(o.Out, "starting DynamoDB Local and the latency stub ...")
+	local, err := ddblocal.Start(ctx, ddblocal.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer local.Close()
+	stub := ddbstub.New(o.Latency)
+	defer stub.Close()
+	stub.GSIAttr, stub.GSIKeys, stub.GSIProjected = schema.GSIPK, []string{schema.GSIPK, schema.SK, schema.PK}, schema.Projected
+	now := time.Now().UTC().Truncate(time.Second)
+
+	for _, ep := range []struct {
+		name, url string
+	}{{"DynamoDB Local", local.Endpoint}, {fmt.Sprintf("stub, %v per request", o.Latency), stub.URL}} {
+		client := ddbclient.Static(ep.url, 64)
+		table := "bench-ingest"
+		if ep.url == local.Endpoint {
+			if err := schema.Create(ctx, client, table); err != nil {
+				return nil, err
+			}
+		}
+		fmt.Fprintf(o.Out, "ingest on %s: shardline, %d records ...\n", ep.name, o.Events)
+		sl, err := shardline(ctx, client, table, o.Events, now)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(o.Out, "ingest on %s: naive, %d events ...\n", ep.name, o.NaiveCap)
+		nv, err := naive(ctx, client, table, o.NaiveCap, now)
+		if err != nil {
+			return nil, err
+		}
+		sl.Endpoint, nv.Endpoint = ep.name, ep.name
+		sl.Speedup, nv.Speedup = sl.EventsPerSecond/nv.EventsPerSecond, 1
+		rep.Ingest = append(rep.Ingest, sl, nv)
+	}
+
+	fmt.Fprintln(o.Out, "query: loading a busy and a quiet source over seven days ...")
+	client := ddbclient.Static(local.Endpoint, 64)
+	if err := schema.Create(ctx, client, "bench-query"); err != nil {
+		return nil, err
+	}
+	if err := loadQueryData(ctx, client, "bench-query", now); err != nil {
+		return nil, err
+	}
+	if rep.Query, err = queries(ctx, client, "bench-query", now); err != nil {
+		return nil, err
+	}
+
+	fmt.Fprintln(o.Out, "cold start: building the functions ...")
+	tmp, err := os.MkdirTemp("", "shardline-bench")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	stub.Latency = 0
+	if rep.ColdStart, err = coldStarts(ctx, tmp, stub.URL); err != nil {
+		return nil, err
+	}
+
+	md := rep.Markdown()
+	fmt.Fprintln(o.Out)
+	fmt.Fprint(o.Out, md)
+	if o.ResultsDir != "" {
+		if err := os.MkdirAll(o.ResultsDir, 0o755); err != nil {
+			return nil, err
+		}
+		js, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(filepath.Join(o.ResultsDir, "results.json"), append(js, '\n'), 0o644); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(o.ResultsDir, "results.md"), []byte(md), 0o644); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(o.Out, "\nwrote %s and %s\n", filepath.Join(o.ResultsDir, "results.json"), filepath.Join(o.ResultsDir, "results.md"))
+	}
+	return rep, nil
+}
+
+// Markdown renders the report as tables.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# shardline benchmark\n\n%s, %s. The stub answers every request after %.0f ms and prices writes as DynamoDB does (1 WCU per KB, plus the GSI copy).\n\n",
+		r.When.Format(time.RFC3339), r.Machine, r.LatencyMs)
+	b.WriteString("## Ingest: one invocation\n\n| endpoint | write path | events | events/s | requests/event | WCU/event | vs naive |\n|---|---|---:|---:|---:|---:|---:|\n")
+	for _, x := range r.Ingest {
+		fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %.3f | %.2f | %.1f× |\n", x.Endpoint, x.Design, x.Events, x.EventsPerSecond, x.RequestsPerEvent, x.WCUPerEvent, x.Speedup)
+	}
+	b.WriteString("\nThe naive path is sequential, so its rate does not depend on how many events it writes; it writes fewer to keep the run short.\n")
+	b.WriteString("\n## Query: dashboard pages on DynamoDB Local\n\n| source | query | path | events | requests | RCU | latency (ms) |\n|---|---|---|---:|---:|---:|---:|\n")
+	for _, x := range r.Query {
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.1f | %.1f |\n", x.Source, x.Query, x.Path, x.Events, x.Requests, x.RCU, x.LatencyMs)
+	}
+	b.WriteString("\nbusy: 150 events an hour, quiet: one an hour, over seven days, 4 shards and 1 GSI shard. `scatter` is `consistent=true`.\n")
+	b.WriteString("\n## Cold start\n\n| function | binary (linux/arm64) | to first request (ms) | to first answer (ms) |\n|---|---:|---:|---:|\n")
+	for _, x := range r.ColdStart {
+		fmt.Fprintf(&b, "| %s | %.1f MB | %.1f | %.1f |\n", x.Function, float64(x.BinaryBytes)/1e6, x.InitMs, x.FirstResponseMs)
+	}
+	b.WriteString("\nTimes are from process start under a local Lambda Runtime API stub (host build), the function talking to the stub without latency.\n")
+	return b.String()
+}
