@@ -21,6 +21,12 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"bogus"}, 2, "", "unknown command"},
 		{[]string{"--help"}, 0, "shardline dev", ""},
 		{nil, 2, "usage:", ""},
+		{[]string{"advise", "-peak", "50000"}, 0, "shards:      72", ""},
+		{[]string{"advise", "-peak", "50000"}, 0, "0.00% of writes throttled", ""},
+		{[]string{"advise"}, 1, "", "must be positive"},
+		{[]string{"heatsim", "-duration", "2m"}, 0, "shardline, 72 shards, 72 GSI shards", ""},
+		{[]string{"heatsim", "-rate", "-1"}, 1, "", "must be positive"},
+		{[]string{"bench", "-events", "0"}, 1, "", "must be positive"},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
