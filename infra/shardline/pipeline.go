@@ -88,12 +88,12 @@ func (pl *Pipeline) table(c constructs.Construct, p Props) {
 		},
 	})
 	pl.Table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
-		IndexName:                  jsii.String(schema.GSIName),
-		PartitionKey:               &awsdynamodb.Attribute{Name: jsii.String(schema.GSIPK), Type: str},
-		SortKey:                    &awsdynamodb.Attribute{Name: jsii.String(schema.SK), Type: str},
-		ProjectionType:             awsdynamodb.ProjectionType_INCLUDE,
-		NonKeyAttributes:           jsii.Strings(schema.Projected...),
-		ContributorInsightsEnabled: jsii.Bool(true),
+		IndexName:                        jsii.String(schema.GSIName),
+		PartitionKey:                     &awsdynamodb.Attribute{Name: jsii.String(schema.GSIPK), Type: str},
+		SortKey:                          &awsdynamodb.Attribute{Name: jsii.String(schema.SK), Type: str},
+		ProjectionType:                   awsdynamodb.ProjectionType_INCLUDE,
+		NonKeyAttributes:                 jsii.Strings(schema.Projection(p.GSIProjection).Projected()...),
+		ContributorInsightsSpecification: &awsdynamodb.ContributorInsightsSpecification{Enabled: jsii.Bool(true)},
 	})
 }
 
@@ -185,6 +185,15 @@ func (pl *Pipeline) functions(c constructs.Construct, p Props, stack awscdk.Stac
 		Actions:   jsii.Strings("dynamodb:Query"),
 		Resources: &[]*string{tableArn, indexArn},
 	}))
+	if schema.Projection(p.GSIProjection) == schema.Lean {
+		// A lean GSI page fetches its events from the table.
+		pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("FetchEvents"),
+			Actions:    jsii.Strings("dynamodb:BatchGetItem"),
+			Resources:  &[]*string{tableArn},
+			Conditions: leading("E#*"),
+		}))
+	}
 	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("ReadShardRecords"),
 		Actions:    jsii.Strings("dynamodb:GetItem"),

@@ -120,12 +120,17 @@ func defaultSynth(t *testing.T) synth {
 }
 
 // TestTableIsTheSchema: the stack's table and GSI are the ones the local run
-// creates from internal/schema, attribute for attribute.
+// creates from internal/schema, attribute for attribute, with either GSI
+// projection.
 func TestTableIsTheSchema(t *testing.T) {
-	s := defaultSynth(t)
+	checkTable(t, defaultSynth(t), schema.Full)
+	checkTable(t, synthesize(t, &Props{GSIProjection: "lean"}, nil), schema.Lean)
+}
+
+func checkTable(t *testing.T, s synth, projection schema.Projection) {
 	table := s.one(t, "AWS::DynamoDB::Table")
 	p := props(table)
-	want := schema.CreateTableInput("x")
+	want := schema.CreateTableInputWith("x", projection)
 	if got, w := jsonOf(t, p["KeySchema"]), jsonOf(t, want.KeySchema); !reflect.DeepEqual(got, w) {
 		t.Errorf("KeySchema %v, want %v", got, w)
 	}
@@ -283,7 +288,26 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 	s := defaultSynth(t)
 	allowed := map[string]map[string]bool{
 		"Ingest": {"dynamodb:BatchWriteItem": true, "dynamodb:PutItem": true, "dynamodb:GetItem": true},
-		"Query":  {"dynamodb:Query": true, "dynamodb:GetItem": true},
+		"Query":  {"dynamodb:Query": true, "dynamodb:GetItem": true, "dynamodb:BatchGetItem": true},
+	}
+	lean := synthesize(t, &Props{GSIProjection: "lean"}, nil)
+	batchGets := 0
+	for id, pol := range lean.resources("AWS::IAM::Policy") {
+		b, _ := json.Marshal(pol)
+		if strings.Contains(string(b), "dynamodb:BatchGetItem") {
+			if !strings.HasPrefix(id, "PQuery") || !strings.Contains(string(b), `"E#*"`) {
+				t.Errorf("%s: BatchGetItem not limited to the query function's event reads: %s", id, b)
+			}
+			batchGets++
+		}
+	}
+	if batchGets != 1 {
+		t.Errorf("a lean GSI grants BatchGetItem %d times, want once", batchGets)
+	}
+	for _, pol := range s.resources("AWS::IAM::Policy") {
+		if b, _ := json.Marshal(pol); strings.Contains(string(b), "BatchGetItem") {
+			t.Errorf("a full GSI grants BatchGetItem: %s", b)
+		}
 	}
 	for id, pol := range s.resources("AWS::IAM::Policy") {
 		fn := "Query"
@@ -399,7 +423,7 @@ func TestContextOverrides(t *testing.T) {
 }
 
 func TestBadPropsFailAtSynth(t *testing.T) {
-	for _, p := range []Props{{Shards: 5000}, {RetentionDays: -1}, {LogLevel: "loud"}, {BatchSize: 20000}} {
+	for _, p := range []Props{{Shards: 5000}, {RetentionDays: -1}, {LogLevel: "loud"}, {BatchSize: 20000}, {GSIProjection: "keys"}} {
 		func() {
 			defer func() {
 				if recover() == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
+	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/writer"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -37,6 +38,10 @@ type Props struct {
 	GSIShards int
 	// GSIShardOverrides are per-source GSI shard counts.
 	GSIShardOverrides map[string]int
+	// GSIProjection is "full" (the GSI carries the event; the default) or
+	// "lean" (keys and filter attributes only: one write unit per GSI copy
+	// whatever the event's size, and pages fetch events from the table).
+	GSIProjection string
 	// QuarantineShards shards the quarantine key space, 4.
 	QuarantineShards int
 	// RetentionDays is how long events are kept (the TTL), 30.
@@ -116,6 +121,9 @@ func (p Props) withDefaults() Props {
 	if p.LogLevel == "" {
 		p.LogLevel = "info"
 	}
+	if p.GSIProjection == "" {
+		p.GSIProjection = string(schema.Full)
+	}
 	if p.IngestTimeout == 0 {
 		p.IngestTimeout = 60 * time.Second
 	}
@@ -133,6 +141,9 @@ func (p Props) withDefaults() Props {
 func (p Props) validate() error {
 	env := p.ingestEnv("table")
 	if _, err := ingest.ConfigFromEnv(func(k string) string { return env[k] }); err != nil {
+		return fmt.Errorf("shardline props: %w", err)
+	}
+	if _, err := schema.ParseProjection(p.GSIProjection); err != nil {
 		return fmt.Errorf("shardline props: %w", err)
 	}
 	switch {
@@ -184,6 +195,7 @@ const (
 	CtxShardOverrides    = "shardline:shardOverrides" // JSON object
 	CtxGSIShards         = "shardline:gsiShards"
 	CtxGSIShardOverrides = "shardline:gsiShardOverrides" // JSON object
+	CtxGSIProjection     = "shardline:gsiProjection"     // full or lean
 	CtxQuarantineShards  = "shardline:quarantineShards"
 	CtxRetentionDays     = "shardline:retentionDays"
 	CtxMaxEventBytes     = "shardline:maxEventBytes"
@@ -243,6 +255,7 @@ func PropsFromContext(node constructs.Node) (Props, error) {
 	str(CtxLogLevel, &p.LogLevel)
 	str(CtxAlarmTopicARN, &p.AlarmTopicARN)
 	str(CtxCodeDir, &p.CodeDir)
+	str(CtxGSIProjection, &p.GSIProjection)
 	num(CtxShards, &p.Shards)
 	num(CtxGSIShards, &p.GSIShards)
 	num(CtxQuarantineShards, &p.QuarantineShards)

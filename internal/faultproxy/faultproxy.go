@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -164,6 +165,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, rew
 			pr.SetURL(p.target)
 			pr.Out.Host = p.target.Host
 		},
+		// A client that gives up mid-request (a deadline test) is expected.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	if rewrite != nil {
 		rp.ModifyResponse = func(resp *http.Response) error {

@@ -25,6 +25,7 @@ import (
 // API is the part of the DynamoDB client the reader uses.
 type API interface {
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	shardmap.API
 }
 
@@ -214,17 +215,93 @@ func (r *Reader) page(ctx context.Context, kind Kind, p *Params, gsi bool, reaso
 		i += len(batch)
 		window = min(window*2, 16) // a sparse range: look further ahead each round
 	}
-	pg := rn.result(items, reason)
+	// The cursor comes from the index's own keys, before any event is
+	// fetched: it stays right even if an event expires in between.
+	var nextCursor *Cursor
 	if len(items) == want {
 		last := items[p.Limit-1]
 		t, id, err := bucketing.ParseSortKey(str(last[schema.SK]))
 		if err != nil {
-			return pg, fmt.Errorf("query: stored sort key %q: %w", str(last[schema.SK]), err)
+			return rn.result(nil, reason), fmt.Errorf("query: stored sort key %q: %w", str(last[schema.SK]), err)
 		}
-		pg.Next = next(kind, p, t, id)
-		pg.Items = items[:p.Limit]
+		nextCursor = next(kind, p, t, id)
+		items = items[:p.Limit]
 	}
+	if rn.gsi {
+		var err error
+		if items, err = rn.fill(ctx, items); err != nil {
+			return rn.result(nil, reason), rn.fail(ctx, err)
+		}
+	}
+	pg := rn.result(items, reason)
+	pg.Next = nextCursor
 	return pg, nil
+}
+
+// fill fetches from the table the events of items that came from a Lean
+// GSI, which carries keys and filter attributes only. An event that expired
+// between the two reads is left out; that can shorten only a page whose
+// events are being deleted anyway.
+func (rn *run) fill(ctx context.Context, items []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+	var need []map[string]types.AttributeValue
+	for _, it := range items {
+		if _, ok := it[schema.Event]; !ok {
+			need = append(need, map[string]types.AttributeValue{schema.PK: it[schema.PK], schema.SK: it[schema.SK]})
+		}
+	}
+	if len(need) == 0 {
+		return items, nil
+	}
+	got := map[[2]string]types.AttributeValue{}
+	for start := 0; start < len(need); start += 100 {
+		keys := need[start:min(start+100, len(need))]
+		for attempt := 0; len(keys) > 0; attempt++ {
+			if attempt > 0 {
+				select {
+				case <-time.After(time.Duration(min(attempt, 6)) * 20 * time.Millisecond):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			if err := rn.acquire(ctx); err != nil {
+				return nil, err
+			}
+			out, err := rn.r.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+				RequestItems: map[string]types.KeysAndAttributes{rn.r.Table: {
+					Keys:                     keys,
+					ProjectionExpression:     aws.String("#pk, #sk, #ev"),
+					ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK, "#ev": schema.Event},
+				}},
+				ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+			})
+			rn.release()
+			if err != nil {
+				rn.count(1, 0)
+				return nil, fmt.Errorf("fetch events of a lean GSI page: %w", err)
+			}
+			var rcu float64
+			for _, c := range out.ConsumedCapacity {
+				rcu += aws.ToFloat64(c.CapacityUnits)
+			}
+			rn.count(1, rcu)
+			for _, it := range out.Responses[rn.r.Table] {
+				got[[2]string{str(it[schema.PK]), str(it[schema.SK])}] = it[schema.Event]
+			}
+			keys = out.UnprocessedKeys[rn.r.Table].Keys
+		}
+	}
+	kept := items[:0]
+	for _, it := range items {
+		if _, ok := it[schema.Event]; !ok {
+			ev, found := got[[2]string{str(it[schema.PK]), str(it[schema.SK])}]
+			if !found {
+				continue
+			}
+			it[schema.Event] = ev
+		}
+		kept = append(kept, it)
+	}
+	return kept, nil
 }
 
 func (rn *run) fail(ctx context.Context, err error) error {

@@ -39,17 +39,56 @@ const (
 // GSIName is the name of the time-bucket index.
 const GSIName = "by-source-hour"
 
-// Projected lists the non-key attributes the GSI carries: what a query needs
-// to answer from the index alone, and nothing more (each projected byte is
-// written twice).
-var Projected = []string{Event, Type, Subject}
+// Projection is what the GSI carries besides its keys.
+type Projection string
+
+// The projections.
+const (
+	// Full carries the event, so a GSI query answers from the index alone.
+	// The GSI copy of an item costs as many write units as the item: two
+	// writes per event of ceil(size / 1 KB) units each. The default.
+	Full Projection = "full"
+	// Lean carries only what filters need. The GSI copy costs one write
+	// unit whatever the event's size, and a GSI page fetches its events from
+	// the table with BatchGetItem: cheaper for events over 1 KB that are
+	// written far more often than they are read.
+	Lean Projection = "lean"
+)
+
+// Projected lists the non-key attributes a GSI of projection p carries.
+func (p Projection) Projected() []string {
+	if p == Lean {
+		return []string{Type, Subject}
+	}
+	return []string{Event, Type, Subject}
+}
+
+// ParseProjection reads "full" or "lean"; empty is Full.
+func ParseProjection(s string) (Projection, error) {
+	switch Projection(s) {
+	case "", Full:
+		return Full, nil
+	case Lean:
+		return Lean, nil
+	}
+	return "", fmt.Errorf("GSI projection %q: want full or lean", s)
+}
+
+// Projected lists the non-key attributes of the default (Full) GSI.
+var Projected = Full.Projected()
 
 // KeyAttributes are the attributes that appear in a key schema, all strings.
 var KeyAttributes = []string{PK, SK, GSIPK}
 
-// CreateTableInput is the table as shardline expects it: on-demand, with the
-// GSI. TTL is set separately (see Create), as DynamoDB requires.
+// CreateTableInput is the table as shardline expects it by default:
+// on-demand, with the Full GSI. TTL is set separately (see Create), as
+// DynamoDB requires.
 func CreateTableInput(name string) *dynamodb.CreateTableInput {
+	return CreateTableInputWith(name, Full)
+}
+
+// CreateTableInputWith is the table with a GSI of projection p.
+func CreateTableInputWith(name string, p Projection) *dynamodb.CreateTableInput {
 	var defs []types.AttributeDefinition
 	for _, a := range KeyAttributes {
 		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(a), AttributeType: types.ScalarAttributeTypeS})
@@ -70,7 +109,7 @@ func CreateTableInput(name string) *dynamodb.CreateTableInput {
 			},
 			Projection: &types.Projection{
 				ProjectionType:   types.ProjectionTypeInclude,
-				NonKeyAttributes: Projected,
+				NonKeyAttributes: p.Projected(),
 			},
 		}},
 	}
@@ -87,7 +126,12 @@ type TableAPI interface {
 // active and turns on TTL. It is for local runs and tests; in AWS the CDK
 // stack owns the table.
 func Create(ctx context.Context, c TableAPI, name string) error {
-	_, err := c.CreateTable(ctx, CreateTableInput(name))
+	return CreateWith(ctx, c, name, Full)
+}
+
+// CreateWith is Create with a GSI of projection p.
+func CreateWith(ctx context.Context, c TableAPI, name string, p Projection) error {
+	_, err := c.CreateTable(ctx, CreateTableInputWith(name, p))
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
 		return fmt.Errorf("create table %s: %w", name, err)
