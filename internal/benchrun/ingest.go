@@ -38,6 +38,7 @@ func (c *counting) add(cc ...types.ConsumedCapacity) {
 	}
 }
 
+// BatchWriteItem counts the call and its consumed capacity.
 func (c *counting) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
 	out, err := c.c.BatchWriteItem(ctx, in, o...)
 	if err != nil {
@@ -48,6 +49,7 @@ func (c *counting) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteIt
 	return out, nil
 }
 
+// PutItem counts the call and its consumed capacity.
 func (c *counting) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	out, err := c.c.PutItem(ctx, in, o...)
@@ -59,6 +61,7 @@ func (c *counting) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...
 	return out, nil
 }
 
+// GetItem counts the call.
 func (c *counting) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	c.add()
 	return c.c.GetItem(ctx, in, o...)

@@ -47,6 +47,7 @@ type FieldError struct {
 	Problem string
 }
 
+// Error reads "field: problem".
 func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
 
 func fieldErr(field, format string, args ...any) error {

@@ -34,6 +34,7 @@ const (
 // that doubles each attempt.
 type jitter struct{}
 
+// BackoffDelay is a uniform wait below min(BaseBackoff << attempt, MaxBackoff).
 func (jitter) BackoffDelay(attempt int, _ error) (time.Duration, error) {
 	ceiling := min(BaseBackoff<<min(attempt, 20), MaxBackoff)
 	return rand.N(ceiling) + time.Millisecond, nil

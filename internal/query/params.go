@@ -48,6 +48,7 @@ type ParamError struct {
 	Problem string
 }
 
+// Error reads "parameter: problem".
 func (e *ParamError) Error() string { return e.Param + ": " + e.Problem }
 
 func perr(param, format string, args ...any) error {

@@ -60,6 +60,7 @@ const (
 	Invalid
 )
 
+// String names the status.
 func (s Status) String() string {
 	switch s {
 	case Stored:
