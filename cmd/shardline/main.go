@@ -235,6 +235,7 @@ func heat(args []string, stdout, stderr io.Writer) error {
 	burst := fs.Float64("burst", 0, "multiply the rate by this for a minute halfway through (0: no burst)")
 	articleShards := fs.Int("article-shards", 10, "shards of the seed articles' suffix designs")
 	isolate := fs.Duration("isolate-after", 0, "how long adaptive capacity takes to isolate hot keys")
+	stored := fs.Float64("stored-gb", 0, "data the table already holds, GB (sets the partition count's floor at 10 GB each)")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: shardline heatsim [flags]
@@ -259,7 +260,7 @@ flags:
 	}
 	srcs := heatsim.Zipf(*sources, *zipf, *total)
 	busiest := srcs[0].Rate
-	w := heatsim.Workload{Sources: srcs, Duration: *dur, ItemKB: *kb, Start: time.Date(2026, 11, 22, 11, 50, 0, 0, time.UTC)}
+	w := heatsim.Workload{Sources: srcs, Duration: *dur, ItemKB: *kb, StoredGB: *stored, Start: time.Date(2026, 11, 22, 11, 50, 0, 0, time.UTC)}
 	if *burst > 0 {
 		w.BurstAt, w.BurstLength, w.BurstFactor = *dur/2, time.Minute, *burst
 		busiest *= *burst

@@ -95,6 +95,10 @@ type Workload struct {
 	Duration time.Duration // simulated, in one-second steps
 	Start    time.Time
 	ItemKB   float64 // average item size, KB (the GSI copy is priced the same)
+	// StoredGB is the data the table (and, the same, its GSI) already
+	// holds: under a TTL, about retention × rate × item size. DynamoDB
+	// splits partitions at 10 GB, so it sets a floor on their number.
+	StoredGB float64
 	// Burst multiplies every rate by BurstFactor for BurstLength starting
 	// at BurstAt.
 	BurstAt, BurstLength time.Duration
@@ -132,8 +136,11 @@ type Table struct {
 	totals   []float64         // write units served, a second each
 }
 
-func newTable(prevPeak float64, isolateAfter time.Duration) *Table {
-	parts := int(math.Ceil(2 * math.Max(prevPeak, NewTableWCU/2) / PartitionWCU))
+// PartitionGB is the size at which DynamoDB splits a partition.
+const PartitionGB = 10
+
+func newTable(prevPeak, storedGB float64, isolateAfter time.Duration) *Table {
+	parts := int(math.Max(math.Ceil(2*math.Max(prevPeak, NewTableWCU/2)/PartitionWCU), math.Ceil(storedGB/PartitionGB)))
 	return &Table{PrevPeakWCU: prevPeak, IsolateAfter: isolateAfter, isolated: map[string]bool{},
 		hotSince: map[int]time.Time{}, part: map[string]int{}, parts: parts}
 }
@@ -246,8 +253,8 @@ func Run(w Workload, designs []Design, isolateAfter time.Duration) []Result {
 	}
 	var out []Result
 	for _, d := range designs {
-		table := newTable(base*wcu, isolateAfter)
-		gsi := newTable(base*wcu, isolateAfter)
+		table := newTable(base*wcu, w.StoredGB, isolateAfter)
+		gsi := newTable(base*wcu, w.StoredGB, isolateAfter)
 		var attempted, throttled, gsiThrottled float64
 		r := Result{Design: d.Name, ReadRequests: d.Reads(busiest * 3600)}
 		type spread struct {

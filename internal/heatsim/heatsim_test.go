@@ -83,3 +83,18 @@ func TestSlowIsolation(t *testing.T) {
 		t.Fatalf("%+v: want a brief throttle at the hour boundary and no more", rs[0])
 	}
 }
+
+// TestSizeSplitsSetThePartitionFloor: a table holding 30 days of 50,000
+// 1 KB events a second (about 130 TB) has far more partitions than its
+// throughput needs; hashing then spreads keys thinner, and isolation has
+// less to do, but one key value still cannot go past its ceiling.
+func TestSizeSplitsSetThePartitionFloor(t *testing.T) {
+	if n := newTable(50000, 30*86400*50000/1e6, 0).parts; n != 12960 {
+		t.Fatalf("%d partitions, want 12,960 (size) rather than 100 (throughput)", n)
+	}
+	w := Workload{Sources: []Source{{Name: "fleet", Rate: 50000}}, Duration: 5 * time.Minute, Start: start, ItemKB: 1, StoredGB: 129600}
+	rs := Run(w, Designs(10, 72, 72), 0)
+	if rs[0].ThrottledPct < 95 || rs[5].ThrottledPct != 0 {
+		t.Fatalf("single key %+v, shardline %+v", rs[0], rs[5])
+	}
+}
