@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/shardmap"
@@ -78,30 +79,24 @@ func (h *Handler) limits() cloudevent.Limits {
 // Gateway HTTP API (v2) request or a REST API (v1) proxy request and answers
 // each in kind.
 func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
-	var probe struct {
-		Records []struct {
-			EventSource string `json:"eventSource"`
-		} `json:"Records"`
-		Version    string `json:"version"`
-		HTTPMethod string `json:"httpMethod"`
+	shape, err := apigw.ShapeOf(payload)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	if err := json.Unmarshal(payload, &probe); err != nil {
-		return nil, fmt.Errorf("ingest: the invocation payload is not a JSON object: %w", err)
-	}
-	switch {
-	case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:kinesis":
+	switch shape {
+	case apigw.Kinesis:
 		var ev events.KinesisEvent
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return nil, fmt.Errorf("ingest: decode Kinesis event: %w", err)
 		}
 		return h.Kinesis(ctx, ev)
-	case probe.Version == "2.0":
+	case apigw.HTTP:
 		var req events.APIGatewayV2HTTPRequest
 		if err := json.Unmarshal(payload, &req); err != nil {
 			return nil, fmt.Errorf("ingest: decode HTTP API request: %w", err)
 		}
 		return h.HTTP(ctx, req)
-	case probe.HTTPMethod != "":
+	case apigw.REST:
 		var req events.APIGatewayProxyRequest
 		if err := json.Unmarshal(payload, &req); err != nil {
 			return nil, fmt.Errorf("ingest: decode REST API request: %w", err)

@@ -8,10 +8,10 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/item"
@@ -44,133 +44,64 @@ type Rejection struct {
 	Error string `json:"error"`
 }
 
-// apiRequest is what the v1 and v2 API Gateway requests have in common.
-type apiRequest struct {
-	method, path string
-	headers      map[string]string
-	body         string
-	base64       bool
-	requestID    string
-	received     time.Time
-}
-
-type apiResponse struct {
-	status  int
-	headers map[string]string
-	body    []byte
-}
-
 // HTTP serves an API Gateway HTTP API (payload format 2.0) request.
 func (h *Handler) HTTP(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	r := apiRequest{
-		method:    req.RequestContext.HTTP.Method,
-		path:      req.RawPath,
-		headers:   req.Headers,
-		body:      req.Body,
-		base64:    req.IsBase64Encoded,
-		requestID: req.RequestContext.RequestID,
-		received:  time.UnixMilli(req.RequestContext.TimeEpoch),
-	}
-	if r.path == "" {
-		r.path = req.RequestContext.HTTP.Path
-	}
-	resp := h.api(ctx, r)
-	return events.APIGatewayV2HTTPResponse{StatusCode: resp.status, Headers: resp.headers, Body: string(resp.body)}, nil
+	return h.api(ctx, apigw.FromHTTP(req)).HTTP(), nil
 }
 
 // REST serves an API Gateway REST API proxy (payload format 1.0) request.
 func (h *Handler) REST(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	r := apiRequest{
-		method:    req.HTTPMethod,
-		path:      req.Path,
-		headers:   req.Headers,
-		body:      req.Body,
-		base64:    req.IsBase64Encoded,
-		requestID: req.RequestContext.RequestID,
-		received:  time.UnixMilli(req.RequestContext.RequestTimeEpoch),
-	}
-	if len(r.headers) == 0 && len(req.MultiValueHeaders) > 0 {
-		r.headers = map[string]string{}
-		for k, v := range req.MultiValueHeaders {
-			r.headers[k] = strings.Join(v, ",")
-		}
-	}
-	resp := h.api(ctx, r)
-	return events.APIGatewayProxyResponse{StatusCode: resp.status, Headers: resp.headers, Body: string(resp.body)}, nil
-}
-
-func header(hs map[string]string, name string) string {
-	for k, v := range hs {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
-}
-
-func errorResponse(status int, format string, args ...any) apiResponse {
-	b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf(format, args...)})
-	return apiResponse{status: status, headers: map[string]string{"Content-Type": "application/json"}, body: b}
-}
-
-func jsonResponse(status int, v any) apiResponse {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return errorResponse(http.StatusInternalServerError, "encode response: %v", err)
-	}
-	return apiResponse{status: status, headers: map[string]string{"Content-Type": "application/json"}, body: b}
+	return h.api(ctx, apigw.FromREST(req)).REST(), nil
 }
 
 // api serves POST /v1/events.
-func (h *Handler) api(ctx context.Context, r apiRequest) apiResponse {
+func (h *Handler) api(ctx context.Context, r apigw.Request) apigw.Response {
 	start := h.now()
-	if !strings.HasSuffix(strings.TrimRight(r.path, "/"), Route) {
-		return errorResponse(http.StatusNotFound, "no route %s %s; events are sent with POST %s", r.method, r.path, Route)
+	if !strings.HasSuffix(strings.TrimRight(r.Path, "/"), Route) {
+		return apigw.Error(http.StatusNotFound, "no route %s %s; events are sent with POST %s", r.Method, r.Path, Route)
 	}
-	if r.method != http.MethodPost {
-		resp := errorResponse(http.StatusMethodNotAllowed, "method %s not allowed on %s; use POST", r.method, Route)
-		resp.headers["Allow"] = http.MethodPost
-		return resp
+	if r.Method != http.MethodPost {
+		return apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed on %s; use POST", r.Method, Route).With("Allow", http.MethodPost)
 	}
-	ct := header(r.headers, "Content-Type")
+	ct := r.Header("Content-Type")
 	batch := false
 	if ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		switch {
 		case err != nil:
-			return errorResponse(http.StatusUnsupportedMediaType, "Content-Type %q cannot be parsed: %v", ct, err)
+			return apigw.Error(http.StatusUnsupportedMediaType, "Content-Type %q cannot be parsed: %v", ct, err)
 		case mt == "application/cloudevents-batch+json":
 			batch = true
 		case mt == "application/json", mt == "application/cloudevents+json":
 		default:
-			return errorResponse(http.StatusUnsupportedMediaType,
+			return apigw.Error(http.StatusUnsupportedMediaType,
 				"Content-Type %q is not supported; send application/json, application/cloudevents+json or application/cloudevents-batch+json", mt)
 		}
 	}
 	// Refuse an oversized body before copying or decoding it.
-	size := len(r.body)
-	if r.base64 {
-		size = base64.StdEncoding.DecodedLen(len(r.body))
+	size := len(r.Body)
+	if r.Base64 {
+		size = base64.StdEncoding.DecodedLen(len(r.Body))
 	}
-	if size > MaxRequestBytes+2 || (!r.base64 && size > MaxRequestBytes) {
-		return errorResponse(http.StatusRequestEntityTooLarge, "body: %d bytes is over the %d-byte limit; split it into several requests", size, MaxRequestBytes)
+	if size > MaxRequestBytes+2 || (!r.Base64 && size > MaxRequestBytes) {
+		return apigw.Error(http.StatusRequestEntityTooLarge, "body: %d bytes is over the %d-byte limit; split it into several requests", size, MaxRequestBytes)
 	}
-	body := []byte(r.body)
-	if r.base64 {
+	body := []byte(r.Body)
+	if r.Base64 {
 		var err error
-		if body, err = base64.StdEncoding.DecodeString(r.body); err != nil {
-			return errorResponse(http.StatusBadRequest, "body: marked base64-encoded but is not valid base64: %v", err)
+		if body, err = base64.StdEncoding.DecodeString(r.Body); err != nil {
+			return apigw.Error(http.StatusBadRequest, "body: marked base64-encoded but is not valid base64: %v", err)
 		}
 		if len(body) > MaxRequestBytes {
-			return errorResponse(http.StatusRequestEntityTooLarge, "body: %d bytes is over the %d-byte limit; split it into several requests", len(body), MaxRequestBytes)
+			return apigw.Error(http.StatusRequestEntityTooLarge, "body: %d bytes is over the %d-byte limit; split it into several requests", len(body), MaxRequestBytes)
 		}
 	}
-	received := r.received.UTC()
 	now := h.now()
-	if received.IsZero() || received.Unix() <= 0 {
+	received := r.Received
+	if received.IsZero() {
 		received = now.UTC()
 	}
-	requestID := r.requestID
+	requestID := r.RequestID
 	if requestID == "" {
 		requestID = fmt.Sprintf("local-%d", now.UnixNano())
 	}
@@ -184,15 +115,14 @@ func (h *Handler) api(ctx context.Context, r apiRequest) apiResponse {
 	var rejections []Rejection
 	if err != nil {
 		// The body as a whole is unusable: quarantine it as one record.
-		units = append(units, unit{group: 0, origin: origin, received: received,
-			rejected: &item.Rejected{ReceivedAt: received, Reason: err.Error(), Raw: body, Origin: origin}})
+		units = append(units, rejectedUnit(0, body, err.Error(), origin, received))
 		rejections = append(rejections, Rejection{Index: 0, Error: err.Error()})
 	} else {
 		if len(raws) == 0 {
-			return jsonResponse(http.StatusBadRequest, Response{Rejected: []Rejection{}, Error: "body: holds no events"})
+			return apigw.JSON(http.StatusBadRequest, Response{Rejected: []Rejection{}, Error: "body: holds no events"})
 		}
 		if len(raws) > MaxRequestEvents {
-			return errorResponse(http.StatusRequestEntityTooLarge, "body: %d events is over the limit of %d per request; split it", len(raws), MaxRequestEvents)
+			return apigw.Error(http.StatusRequestEntityTooLarge, "body: %d events is over the limit of %d per request; split it", len(raws), MaxRequestEvents)
 		}
 		for i, raw := range raws {
 			o := origin
@@ -201,8 +131,7 @@ func (h *Handler) api(ctx context.Context, r apiRequest) apiResponse {
 			}
 			e, err := cloudevent.ParseElement(raw, now, received, h.limits())
 			if err != nil {
-				units = append(units, unit{group: i, origin: o, received: received,
-					rejected: &item.Rejected{ReceivedAt: received, Reason: err.Error(), Raw: raw, Origin: o}})
+				units = append(units, rejectedUnit(i, raw, err.Error(), o, received))
 				rejections = append(rejections, Rejection{Index: i, ID: idOf(raw), Error: err.Error()})
 				continue
 			}
@@ -232,19 +161,18 @@ func (h *Handler) api(ctx context.Context, r apiRequest) apiResponse {
 	}
 	h.report(ctx, "api", accepted, nQuarantined, failed, st, start)
 	if failed > 0 {
-		resp := errorResponse(http.StatusServiceUnavailable,
-			"storage is unavailable: %d of %d events were not stored; sending the same request again is safe", failed, len(units))
-		resp.headers["Retry-After"] = fmt.Sprint(RetryAfterSeconds)
-		return resp
+		return apigw.Error(http.StatusServiceUnavailable,
+			"storage is unavailable: %d of %d events were not stored; sending the same request again is safe", failed, len(units)).
+			With("Retry-After", fmt.Sprint(RetryAfterSeconds))
 	}
 	out := Response{Accepted: accepted, Rejected: rejections}
 	if out.Rejected == nil {
 		out.Rejected = []Rejection{}
 	}
 	if accepted == 0 {
-		return jsonResponse(http.StatusBadRequest, out)
+		return apigw.JSON(http.StatusBadRequest, out)
 	}
-	return jsonResponse(http.StatusAccepted, out)
+	return apigw.JSON(http.StatusAccepted, out)
 }
 
 func rejectedAt(rs []Rejection, index int) bool {

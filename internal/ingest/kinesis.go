@@ -45,8 +45,7 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 			SequenceNumber: rec.Kinesis.SequenceNumber,
 		}
 		reject := func(raw []byte, reason string, o item.Origin) {
-			units = append(units, unit{group: i, origin: o, received: arrival,
-				rejected: &item.Rejected{ReceivedAt: arrival, Reason: reason, Raw: raw, Origin: o}})
+			units = append(units, rejectedUnit(i, raw, reason, o, arrival))
 		}
 		raws, array, err := cloudevent.Split(rec.Kinesis.Data)
 		switch {

@@ -23,6 +23,12 @@ type unit struct {
 	received time.Time   // when it was received, likewise
 }
 
+// rejectedUnit is the unit of a record that cannot be ingested.
+func rejectedUnit(group int, raw []byte, reason string, o item.Origin, received time.Time) unit {
+	return unit{group: group, origin: o, received: received,
+		rejected: &item.Rejected{ReceivedAt: received, Reason: reason, Raw: raw, Origin: o}}
+}
+
 // outcome is what became of a unit.
 type outcome uint8
 

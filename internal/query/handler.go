@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/item"
@@ -86,47 +86,29 @@ type QuarantineResponse struct {
 
 // HTTP serves an API Gateway HTTP API (payload format 2.0) request.
 func (h *Handler) HTTP(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	path := req.RawPath
-	if path == "" {
-		path = req.RequestContext.HTTP.Path
-	}
-	status, headers, body := h.serve(ctx, req.RequestContext.HTTP.Method, path, req.RawQueryString)
-	return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: headers, Body: body}, nil
+	return h.serve(ctx, apigw.FromHTTP(req)).HTTP(), nil
 }
 
 // REST serves an API Gateway REST API proxy (payload format 1.0) request.
 func (h *Handler) REST(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	q := url.Values{}
-	for k, vs := range req.MultiValueQueryStringParameters {
-		q[k] = vs
-	}
-	if len(q) == 0 {
-		for k, v := range req.QueryStringParameters {
-			q.Set(k, v)
-		}
-	}
-	status, headers, body := h.serve(ctx, req.HTTPMethod, req.Path, q.Encode())
-	return events.APIGatewayProxyResponse{StatusCode: status, Headers: headers, Body: body}, nil
+	return h.serve(ctx, apigw.FromREST(req)).REST(), nil
 }
 
 // Invoke is the Lambda entry point: an HTTP API (v2) or REST API (v1)
 // request.
 func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
-	var probe struct {
-		Version    string `json:"version"`
-		HTTPMethod string `json:"httpMethod"`
+	shape, err := apigw.ShapeOf(payload)
+	if err != nil {
+		return nil, fmt.Errorf("query: %w", err)
 	}
-	if err := json.Unmarshal(payload, &probe); err != nil {
-		return nil, fmt.Errorf("query: the invocation payload is not a JSON object: %w", err)
-	}
-	switch {
-	case probe.Version == "2.0":
+	switch shape {
+	case apigw.HTTP:
 		var req events.APIGatewayV2HTTPRequest
 		if err := json.Unmarshal(payload, &req); err != nil {
 			return nil, fmt.Errorf("query: decode HTTP API request: %w", err)
 		}
 		return h.HTTP(ctx, req)
-	case probe.HTTPMethod != "":
+	case apigw.REST:
 		var req events.APIGatewayProxyRequest
 		if err := json.Unmarshal(payload, &req); err != nil {
 			return nil, fmt.Errorf("query: decode REST API request: %w", err)
@@ -136,18 +118,9 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 	return nil, errors.New("query: unrecognised invocation: want an API Gateway request")
 }
 
-func jsonHeaders() map[string]string {
-	return map[string]string{"Content-Type": "application/json"}
-}
-
-func errorBody(format string, args ...any) string {
-	b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf(format, args...)})
-	return string(b)
-}
-
-func (h *Handler) serve(ctx context.Context, method, path, rawQuery string) (int, map[string]string, string) {
+func (h *Handler) serve(ctx context.Context, r apigw.Request) apigw.Response {
 	start := h.now()
-	path = strings.TrimRight(path, "/")
+	path := strings.TrimRight(r.Path, "/")
 	var kind Kind
 	switch {
 	case strings.HasSuffix(path, EventsRoute):
@@ -155,16 +128,14 @@ func (h *Handler) serve(ctx context.Context, method, path, rawQuery string) (int
 	case strings.HasSuffix(path, QuarantineRoute):
 		kind = Quarantine
 	default:
-		return http.StatusNotFound, jsonHeaders(), errorBody("no route %s %s; the query API serves GET %s and GET %s", method, path, EventsRoute, QuarantineRoute)
+		return apigw.Error(http.StatusNotFound, "no route %s %s; the query API serves GET %s and GET %s", r.Method, path, EventsRoute, QuarantineRoute)
 	}
-	if method != http.MethodGet {
-		hs := jsonHeaders()
-		hs["Allow"] = http.MethodGet
-		return http.StatusMethodNotAllowed, hs, errorBody("method %s not allowed here; use GET", method)
+	if r.Method != http.MethodGet {
+		return apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed here; use GET", r.Method).With("Allow", http.MethodGet)
 	}
-	p, err := ParseParams(kind, rawQuery, h.now(), h.keys)
+	p, err := ParseParams(kind, r.RawQuery, h.now(), h.keys)
 	if err != nil {
-		return http.StatusBadRequest, jsonHeaders(), errorBody("%s", err.Error())
+		return apigw.Error(http.StatusBadRequest, "%s", err.Error())
 	}
 	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()
@@ -176,36 +147,28 @@ func (h *Handler) serve(ctx context.Context, method, path, rawQuery string) (int
 	}
 	h.report(ctx, kind, p, page, err, start)
 	if err != nil {
-		hs := jsonHeaders()
-		hs["Retry-After"] = strconv.Itoa(RetryAfterSeconds)
+		msg := "storage is unavailable; retry shortly"
 		if errors.Is(err, ErrDeadline) {
-			return http.StatusServiceUnavailable, hs, errorBody("the query did not finish in time; narrow the range or the filters, or retry")
+			msg = "the query did not finish in time; narrow the range or the filters, or retry"
 		}
-		return http.StatusServiceUnavailable, hs, errorBody("storage is unavailable; retry shortly")
+		return apigw.Error(http.StatusServiceUnavailable, "%s", msg).With("Retry-After", strconv.Itoa(RetryAfterSeconds))
 	}
 	var cursor string
 	if page.Next != nil {
 		cursor = h.keys.Encode(page.Next)
 	}
-	var body any
-	if kind == Events {
-		r := EventsResponse{Events: make([]json.RawMessage, 0, len(page.Items)), NextCursor: cursor, Plan: page.Plan}
-		for _, it := range page.Items {
-			r.Events = append(r.Events, json.RawMessage(str(it[schema.Event])))
-		}
-		body = r
-	} else {
+	if kind == Quarantine {
 		r := QuarantineResponse{Records: make([]Record, 0, len(page.Items)), NextCursor: cursor, Plan: page.Plan}
 		for _, it := range page.Items {
 			r.Records = append(r.Records, record(it))
 		}
-		body = r
+		return apigw.JSON(http.StatusOK, r)
 	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return http.StatusInternalServerError, jsonHeaders(), errorBody("encode response: %v", err)
+	out := EventsResponse{Events: make([]json.RawMessage, 0, len(page.Items)), NextCursor: cursor, Plan: page.Plan}
+	for _, it := range page.Items {
+		out.Events = append(out.Events, json.RawMessage(str(it[schema.Event])))
 	}
-	return http.StatusOK, jsonHeaders(), string(b)
+	return apigw.JSON(http.StatusOK, out)
 }
 
 func record(it map[string]types.AttributeValue) Record {

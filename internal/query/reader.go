@@ -65,24 +65,16 @@ type Reader struct {
 	Concurrency int              // requests in flight per page; default DefaultConcurrency
 	Now         func() time.Time // default time.Now
 
-	registry *shardmap.Registry
+	registry *shardmap.Registry // reads shard records, and caches them for the GSI path
 	once     sync.Once
-	mu       sync.Mutex
-	gsiCache map[string]cachedSchedule // GSI path: shard records, per (source, day)
-}
-
-type cachedSchedule struct {
-	sched bucketing.Schedule
-	at    time.Time
 }
 
 func (r *Reader) init() {
 	r.once.Do(func() {
-		r.registry = &shardmap.Registry{Client: r.Client, Table: r.Table}
-		r.gsiCache = map[string]cachedSchedule{}
 		if r.Now == nil {
 			r.Now = time.Now
 		}
+		r.registry = &shardmap.Registry{Client: r.Client, Table: r.Table, Now: r.Now}
 	})
 }
 
@@ -375,34 +367,26 @@ func (rn *run) partitions(ctx context.Context, start time.Time) ([]string, error
 }
 
 // schedule reads the shard record of (s, day). The base-table path reads it
-// fresh, strongly consistent, for read-your-writes. The GSI path, already
-// eventually consistent, may reuse a record read within shardmap.CacheFor: a
-// raise takes effect shardmap.Lead after it is recorded, later than any event
-// can be written before a cached copy expires.
+// fresh, strongly consistent, for read-your-writes; the GSI path, already
+// eventually consistent, takes the registry's cached copy.
 func (rn *run) schedule(ctx context.Context, s bucketing.Stream, day string) (bucketing.Schedule, error) {
-	key := s.MetaPK(day)
-	r := rn.r
-	if rn.gsi {
-		r.mu.Lock()
-		c, ok := r.gsiCache[key]
-		r.mu.Unlock()
-		if ok && r.Now().Sub(c.at) < shardmap.CacheFor {
-			return c.sched, nil
-		}
-	}
 	if err := rn.acquire(ctx); err != nil {
 		return nil, err
 	}
-	sched, found, err := r.registry.Lookup(ctx, s, day)
-	rn.release()
-	rn.count(1, 0.5) // a strongly consistent read of a small item
+	defer rn.release()
+	var sched bucketing.Schedule
+	var err error
+	read := true
+	if rn.gsi {
+		sched, read, err = rn.r.registry.Cached(ctx, s, day)
+	} else {
+		sched, _, err = rn.r.registry.Lookup(ctx, s, day)
+	}
+	if read {
+		rn.count(1, 0.5) // a strongly consistent read of a small item
+	}
 	if err != nil {
 		return nil, fmt.Errorf("shard record for %s: %w", day, err)
-	}
-	if rn.gsi && found { // an absent record is not cached: it may appear any moment
-		r.mu.Lock()
-		r.gsiCache[key] = cachedSchedule{sched, r.Now()}
-		r.mu.Unlock()
 	}
 	return sched, nil
 }

@@ -154,6 +154,31 @@ func (r *Registry) remember(key string, s bucketing.Schedule, now time.Time) {
 	r.cache[key] = cached{s, now}
 }
 
+// Cached is the schedule of stream on day as a reader that tolerates
+// eventual consistency needs it: a record read within CacheFor is reused
+// (the writers' cache, if this registry also writes). That is safe because a
+// raise takes effect Lead after it is recorded, later than any event can be
+// written before a cached copy expires. An absent record is not cached: it
+// may appear any moment. read says whether DynamoDB was asked.
+func (r *Registry) Cached(ctx context.Context, s bucketing.Stream, day string) (sched bucketing.Schedule, read bool, err error) {
+	key := s.MetaPK(day)
+	now := r.now()
+	r.mu.Lock()
+	c, ok := r.cache[key]
+	r.mu.Unlock()
+	if ok && now.Sub(c.at) < CacheFor {
+		return c.sched, false, nil
+	}
+	sched, _, err = r.read(ctx, key)
+	if err != nil {
+		return nil, true, err
+	}
+	if sched != nil {
+		r.remember(key, sched, now)
+	}
+	return sched, true, nil
+}
+
 // Lookup reads the schedule of stream on day without changing anything;
 // found is false when nothing was written that day. The read is strongly
 // consistent, as the record is written before the first event of the day.
