@@ -98,64 +98,88 @@ func (h *Handler) store(ctx context.Context, units []unit) ([]outcome, storeStat
 	return out, st
 }
 
+// schedKey is a (stream, day) whose shard schedule a batch needs. The day
+// is a day number, not a string: keyOf runs once per unit, and the string is
+// only needed once per (stream, day).
+type schedKey struct {
+	stream bucketing.Stream
+	day    int64
+}
+
+func dayNumber(t time.Time) int64 {
+	s := t.Unix()
+	if s < 0 {
+		s -= 86399
+	}
+	return s / 86400
+}
+
+func (u unit) schedKey() schedKey {
+	if u.event != nil {
+		return schedKey{bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, dayNumber(u.event.Time)}
+	}
+	return schedKey{bucketing.Stream{Space: bucketing.Quarantine}, dayNumber(u.rejected.ReceivedAt)}
+}
+
+// resolved is a schedule lookup's answer.
+type resolved struct {
+	sched bucketing.Schedule
+	err   error
+}
+
+// schedules looks up the schedule of every key, at most 16 at a time. Each
+// lookup writes only its own slot of a slice sized before any starts: with a
+// warm cache the lookups finish while others are still being started, so
+// nothing they write may be shared with the loop that starts them.
+func (h *Handler) schedules(ctx context.Context, keys []schedKey) []resolved {
+	out := make([]resolved, len(keys))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			day := time.Unix(k.day*86400, 0).UTC().Format(bucketing.DayLayout)
+			s, err := h.registry.Schedule(ctx, k.stream, day)
+			if err != nil {
+				err = fmt.Errorf("shard schedule of %s on %s: %w", k.stream.MetaPK(day), day, err)
+			}
+			out[i] = resolved{s, err}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // items builds the items for units[todo], resolving the shard schedule of
 // every (stream, day) involved; idx maps each item back to its unit. Units
 // whose schedule cannot be read are left out (and so stay failed); err is the
 // first such error.
 func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []item.Item, idx []int, err error) {
-	// Keyed by day number, not day string: this runs once per unit, and
-	// the string is only needed once per (stream, day).
-	type key struct {
-		stream bucketing.Stream
-		day    int64
-	}
-	dayOf := func(t time.Time) int64 {
-		s := t.Unix()
-		if s < 0 {
-			s -= 86399
-		}
-		return s / 86400
-	}
-	keyOf := func(u unit) key {
-		if u.event != nil {
-			return key{bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, dayOf(u.event.Time)}
-		}
-		return key{bucketing.Stream{Space: bucketing.Quarantine}, dayOf(u.rejected.ReceivedAt)}
-	}
-	scheds := map[key]bucketing.Schedule{}
-	schedErr := map[key]error{}
+	slot := map[schedKey]int{}
+	var keys []schedKey
 	for _, u := range todo {
-		scheds[keyOf(units[u])] = nil
+		k := units[u].schedKey()
+		if _, ok := slot[k]; !ok {
+			slot[k] = len(keys)
+			keys = append(keys, k)
+		}
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for k := range scheds {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			s, err := h.registry.Schedule(ctx, k.stream, time.Unix(k.day*86400, 0).UTC().Format(bucketing.DayLayout))
-			mu.Lock()
-			defer mu.Unlock()
-			scheds[k], schedErr[k] = s, err
-		}()
-	}
-	wg.Wait()
+	res := h.schedules(ctx, keys)
 	for _, u := range todo {
-		k := keyOf(units[u])
-		if e := schedErr[k]; e != nil {
+		r := res[slot[units[u].schedKey()]]
+		if r.err != nil {
 			if err == nil {
-				err = e
+				err = r.err
 			}
 			continue
 		}
-		s := scheds[k]
 		if e := units[u].event; e != nil {
-			items = append(items, item.Event(*e, s.At(e.Time), h.cfg.Retention))
+			items = append(items, item.Event(*e, r.sched.At(e.Time), h.cfg.Retention))
 		} else {
-			r := units[u].rejected
-			items = append(items, item.Quarantine(*r, s.At(r.ReceivedAt), h.cfg.Retention))
+			rj := units[u].rejected
+			items = append(items, item.Quarantine(*rj, r.sched.At(rj.ReceivedAt), h.cfg.Retention))
 		}
 		idx = append(idx, u)
 	}

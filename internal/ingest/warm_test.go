@@ -1,0 +1,43 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestWarmHandlerManySources reuses one handler, as a warm container does,
+// across many invocations whose batches span many (source, day) pairs. Once
+// the shard-schedule cache is warm, lookups return at once and overlap the
+// loop that starts them; a map written by those lookups while the loop ranges
+// over it is a fatal error (not a recoverable panic) that takes the
+// container down. Run under -race it also catches the unsynchronised access
+// before it turns fatal.
+func TestWarmHandlerManySources(t *testing.T) {
+	e := newEnv(t, false, nil)
+	const (
+		sources     = 40
+		days        = 5 // 200 (source, day) pairs per batch
+		invocations = 60
+	)
+	want := map[[2]string]bool{}
+	for inv := range invocations {
+		var payloads [][]byte
+		for i := range sources * days {
+			src := fmt.Sprintf("svc-%02d", i%sources)
+			at := fixtureNow.Add(-time.Duration(i/sources)*24*time.Hour - time.Duration(inv)*time.Second)
+			id := fmt.Sprintf("inv%d-%d", inv, i)
+			payloads = append(payloads, eventJSON(src, id, at))
+			want[[2]string{src, id}] = true
+		}
+		resp, err := e.h.Kinesis(context.Background(), kinesisBatch(payloads...))
+		if err != nil {
+			t.Fatalf("invocation %d: %v", inv, err)
+		}
+		if len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("invocation %d: %d records reported failed", inv, len(resp.BatchItemFailures))
+		}
+	}
+	e.assertExactlyOnce(t, want, 0)
+}
