@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -107,6 +108,15 @@ func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string)
 		if next == nil { // nothing to change
 			r.remember(key, sched, now)
 			return sched, nil
+		}
+		if sched == nil && s.Space == bucketing.Events {
+			// The first writer of the day lists the source in the day's
+			// catalogue before it creates the record: once the record
+			// exists no writer comes this way again, so the entry must
+			// not be able to go missing after it.
+			if err := catalog.Record(ctx, r.Client, r.Table, s.Source, day, r.expiry(day)); err != nil {
+				return nil, err
+			}
 		}
 		err = r.write(ctx, key, day, next, ver)
 		var cond *types.ConditionalCheckFailedException
@@ -232,6 +242,16 @@ func (r *Registry) write(ctx context.Context, key, day string, s bucketing.Sched
 		return fmt.Errorf("write shard record %s: %w", key, err)
 	}
 	return nil
+}
+
+// expiry is when the records of day may go: a day after its last event
+// expires; zero (never) when no retention is configured.
+func (r *Registry) expiry(day string) time.Time {
+	d, err := time.Parse(bucketing.DayLayout, day)
+	if err != nil || r.Config.Retention <= 0 {
+		return time.Time{}
+	}
+	return d.Add(2*24*time.Hour + r.Config.Retention)
 }
 
 func metaKey(pk string) map[string]types.AttributeValue {

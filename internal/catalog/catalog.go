@@ -1,0 +1,41 @@
+// Package catalog keeps the list of sources that wrote events on each UTC
+// day, for GET /v1/sources: one small item per (source, day), written once,
+// when the day's shard record is created, and read one day-partition at a
+// time in the bytewise order of the sources.
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// WriteAPI is the part of the DynamoDB client Record uses.
+type WriteAPI interface {
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// Record notes that source wrote events on day (a bucketing.DayLayout
+// string). It is idempotent: the item is the same however often it is
+// written. expires is when the entry may go, or zero for never.
+func Record(ctx context.Context, c WriteAPI, table, source, day string, expires time.Time) error {
+	item := map[string]types.AttributeValue{
+		schema.PK: &types.AttributeValueMemberS{Value: bucketing.CatalogPK(day)},
+		schema.SK: &types.AttributeValueMemberS{Value: source},
+	}
+	if !expires.IsZero() {
+		item[schema.TTL] = &types.AttributeValueMemberN{Value: strconv.FormatInt(expires.Unix(), 10)}
+	}
+	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+		return fmt.Errorf("catalogue %s on %s: %w", source, day, err)
+	}
+	return nil
+}
