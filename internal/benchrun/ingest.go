@@ -61,6 +61,18 @@ func (c *counting) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...
 	return out, nil
 }
 
+// UpdateItem counts the call and its consumed capacity.
+func (c *counting) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	out, err := c.c.UpdateItem(ctx, in, o...)
+	if err != nil || out.ConsumedCapacity == nil {
+		c.add()
+		return out, err
+	}
+	c.add(*out.ConsumedCapacity)
+	return out, nil
+}
+
 // GetItem counts the call.
 func (c *counting) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	c.add()

@@ -93,6 +93,15 @@ func New(target string) (*Proxy, error) {
 	return p, nil
 }
 
+// Count is how many requests of op (such as "UpdateItem") reached the
+// proxy, answered with a fault or not.
+func (p *Proxy) Count(op string) int64 {
+	if n, ok := p.counts.Load(op); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
 // SetRule replaces the rule; nil forwards everything.
 func (p *Proxy) SetRule(r Rule) {
 	p.mu.Lock()

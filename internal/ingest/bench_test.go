@@ -24,6 +24,10 @@ func (nullStore) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynam
 	return &dynamodb.GetItemOutput{}, nil
 }
 
+func (nullStore) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
 func (nullStore) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	return &dynamodb.PutItemOutput{}, nil
 }

@@ -25,6 +25,7 @@ import (
 type Client interface {
 	writer.API
 	shardmap.API
+	shardmap.HoursAPI
 }
 
 var _ Client = (*dynamodb.Client)(nil)
@@ -34,6 +35,7 @@ var _ Client = (*dynamodb.Client)(nil)
 type Handler struct {
 	cfg      Config
 	registry *shardmap.Registry
+	hours    *shardmap.Hours
 	writer   *writer.Writer
 	log      *slog.Logger
 	metrics  *emf.Logger
@@ -67,6 +69,7 @@ func New(cfg Config, client Client, o Options) *Handler {
 			Retention:  cfg.Retention,
 		},
 	}
+	h.hours = &shardmap.Hours{Client: client, Table: cfg.Table, Retention: cfg.Retention}
 	h.writer = &writer.Writer{Client: client, Table: cfg.Table, Concurrency: cfg.WriteConcurrency}
 	return h
 }

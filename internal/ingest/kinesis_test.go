@@ -77,9 +77,13 @@ func TestKinesisStoresAllAndRetryLeavesSameItems(t *testing.T) {
 	if len(days) != 2 {
 		t.Fatalf("events span %d days, want 2", len(days))
 	}
-	// One shard record per (source, day), created once.
-	if n := len(e.itemsIn(t, "M#E#")); n != len(sources)*2 {
-		t.Fatalf("%d shard records, want %d", n, len(sources)*2)
+	// One shard record and one hour index per (source, day), created once.
+	bySK := map[string]int{}
+	for _, it := range e.itemsIn(t, "M#E#") {
+		bySK[s(it, schema.SK)]++
+	}
+	if bySK["shards"] != len(sources)*2 || bySK["hours"] != len(sources)*2 || len(bySK) != 2 {
+		t.Fatalf("shard-record partitions hold %v, want %d shard records and %d hour indexes", bySK, len(sources)*2, len(sources)*2)
 	}
 }
 

@@ -131,7 +131,11 @@ type resolved struct {
 // lookup writes only its own slot of a slice sized before any starts: with a
 // warm cache the lookups finish while others are still being started, so
 // nothing they write may be shared with the loop that starts them.
-func (h *Handler) schedules(ctx context.Context, keys []schedKey) []resolved {
+//
+// For an event stream it then marks, in the day's hour index, the hours the
+// batch writes in (hours[i], a bit per UTC hour, for keys[i]), before any of those events is
+// written: a reader skips an hour without a marker.
+func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours []uint32) []resolved {
 	out := make([]resolved, len(keys))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -144,6 +148,8 @@ func (h *Handler) schedules(ctx context.Context, keys []schedKey) []resolved {
 			s, err := h.registry.Schedule(ctx, k.stream, day)
 			if err != nil {
 				err = fmt.Errorf("shard schedule of %s on %s: %w", k.stream.MetaPK(day), day, err)
+			} else if k.stream.Space == bucketing.Events {
+				err = h.hours.Mark(ctx, k.stream, day, hours[i])
 			}
 			out[i] = resolved{s, err}
 		}()
@@ -159,14 +165,21 @@ func (h *Handler) schedules(ctx context.Context, keys []schedKey) []resolved {
 func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []item.Item, idx []int, err error) {
 	slot := map[schedKey]int{}
 	var keys []schedKey
+	var hours []uint32
 	for _, u := range todo {
 		k := units[u].schedKey()
-		if _, ok := slot[k]; !ok {
-			slot[k] = len(keys)
+		i, ok := slot[k]
+		if !ok {
+			i = len(keys)
+			slot[k] = i
 			keys = append(keys, k)
+			hours = append(hours, 0)
+		}
+		if e := units[u].event; e != nil {
+			hours[i] |= 1 << e.Time.UTC().Hour()
 		}
 	}
-	res := h.schedules(ctx, keys)
+	res := h.schedules(ctx, keys, hours)
 	for _, u := range todo {
 		r := res[slot[units[u].schedKey()]]
 		if r.err != nil {

@@ -98,7 +98,7 @@ func TestNoQueryCrossesSources(t *testing.T) {
 		"#v = :v":                               true,
 		"#pk, #sk, #ev":                         true, // a lean GSI page fetching its events
 	}
-	names := map[string]bool{"pk": true, "sk": true, "gpk": true, "type": true, "subject": true, "ver": true, "ev": true}
+	names := map[string]bool{"pk": true, "sk": true, "gpk": true, "type": true, "subject": true, "ver": true, "ev": true, "hrs": true, "exp": true}
 	n := 0
 	for _, b := range bodies {
 		var in struct {

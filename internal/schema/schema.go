@@ -34,6 +34,7 @@ const (
 
 	Schedule = "sched" // shard-count record: the list of steps
 	Version  = "ver"   // shard-count record: optimistic-lock version
+	Hours    = "hrs"   // hour index: the UTC hours of a day that hold events (a number set)
 )
 
 // GSIName is the name of the time-bucket index.

@@ -1,0 +1,101 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/shardline/shardline/internal/faultproxy"
+	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// hoursOf reads the hour index of source on day.
+func (e *env) hoursOf(t *testing.T, source, day string) []int {
+	t.Helper()
+	out, err := e.client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(e.table),
+		Key: shardmap.HoursKey(bucketing.Stream{Space: bucketing.Events, Source: source}, day), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := shardmap.DecodeHours(out.Item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestHourIndexMarksEveryHourOncePerContainer: the hours of a day that hold
+// events are in the day's hour index before the events are, a warm
+// container does not write a marker twice, and a second container's marker
+// changes nothing.
+func TestHourIndexMarksEveryHourOncePerContainer(t *testing.T) {
+	e := newEnv(t, true, nil)
+	day := fixtureNow.Truncate(24 * time.Hour)
+	at := func(h int, i int) []byte {
+		return eventJSON("svc", fmt.Sprintf("%d-%d", h, i), day.Add(time.Duration(h)*time.Hour+time.Duration(i)*time.Second))
+	}
+	batch := kinesisBatch(at(3, 0), at(3, 1), at(7, 0), at(11, 5))
+	if resp, err := e.h.Kinesis(context.Background(), batch); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("%v %v", err, resp.BatchItemFailures)
+	}
+	if got := e.hoursOf(t, "svc", bucketing.Day(day)); !reflect.DeepEqual(got, []int{3, 7, 11}) {
+		t.Fatalf("hours %v, want [3 7 11]", got)
+	}
+	first := e.proxy.Count("UpdateItem")
+	for i := range 5 { // a warm container, the same hours
+		if resp, err := e.h.Kinesis(context.Background(), kinesisBatch(at(3, 10+i), at(11, 10+i))); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("%v %v", err, resp.BatchItemFailures)
+		}
+	}
+	if n := e.proxy.Count("UpdateItem"); n != first {
+		t.Errorf("a warm container wrote %d more hour markers", n-first)
+	}
+	other := New(e.h.cfg, e.h.writer.Client.(Client), Options{Now: e.h.now})
+	if resp, err := other.Kinesis(context.Background(), kinesisBatch(at(7, 99), at(9, 0))); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("%v %v", err, resp.BatchItemFailures)
+	}
+	if got := e.hoursOf(t, "svc", bucketing.Day(day)); !reflect.DeepEqual(got, []int{3, 7, 9, 11}) {
+		t.Fatalf("hours %v, want [3 7 9 11]", got)
+	}
+}
+
+// TestHourMarkerFailureFailsItsEvents: an event is never stored while its
+// hour's marker is not, so a reader that skips unmarked hours misses none.
+func TestHourMarkerFailureFailsItsEvents(t *testing.T) {
+	e := newEnv(t, true, nil)
+	e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+		if r.Op == "UpdateItem" {
+			return faultproxy.ServerError, nil
+		}
+		return nil, nil
+	})
+	batch := kinesisBatch(eventJSON("svc", "a", fixtureNow.Add(-time.Minute)), eventJSON("svc", "b", fixtureNow.Add(-time.Minute)))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := e.h.Kinesis(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 2 {
+		t.Fatalf("%d records reported failed, want 2", len(resp.BatchItemFailures))
+	}
+	if n := len(e.itemsIn(t, "E#")); n != 0 {
+		t.Fatalf("%d events stored without their hour marker", n)
+	}
+	e.proxy.SetRule(nil)
+	if resp, err := e.h.Kinesis(context.Background(), batch); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("retry: %v %v", err, resp.BatchItemFailures)
+	}
+	if n := len(e.itemsIn(t, "E#")); n != 2 {
+		t.Fatalf("%d events after the retry, want 2", n)
+	}
+	if got := e.hoursOf(t, "svc", bucketing.Day(fixtureNow)); !reflect.DeepEqual(got, []int{fixtureNow.Add(-time.Minute).Hour()}) {
+		t.Fatalf("hours %v", got)
+	}
+}

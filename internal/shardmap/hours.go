@@ -1,0 +1,135 @@
+package shardmap
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// hoursSK is the sort key of a day's hour index, beside its shard record.
+const hoursSK = "hours"
+
+// HoursAPI is the part of the DynamoDB client the hour index writes with.
+type HoursAPI interface {
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+// HoursKey is the key of the hour index of stream on day: the shard
+// record's partition, sort key "hours". Its "hrs" number set holds the UTC
+// hours (0–23) in which an event of the day was written; a reader walks only
+// those hour buckets.
+func HoursKey(s bucketing.Stream, day string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		schema.PK: &types.AttributeValueMemberS{Value: s.MetaPK(day)},
+		schema.SK: &types.AttributeValueMemberS{Value: hoursSK},
+	}
+}
+
+// Hours marks, before a writer stores events, the hours they fall in. Each
+// (stream, day, hour) costs one UpdateItem per container: adding to a set is
+// idempotent, and a container remembers what it marked. A marker is written
+// before the first event of its hour, so a reader that finds no marker for
+// an hour may skip it.
+type Hours struct {
+	Client    HoursAPI
+	Table     string
+	Retention time.Duration // the index of a day lives as long as its events
+
+	mu     sync.Mutex
+	marked map[hourKey]bool
+}
+
+type hourKey struct {
+	stream bucketing.Stream
+	day    string
+	hour   int
+}
+
+// maxMarked bounds the memory of what a container marked; past it the
+// memory starts again, which costs one idempotent write per hour.
+const maxMarked = 1 << 16
+
+// Mark records that stream wrote events on day in the UTC hours whose bits
+// are set in hours (bit 0 for 00:00–01:00).
+func (h *Hours) Mark(ctx context.Context, s bucketing.Stream, day string, hours uint32) error {
+	todo := h.unmarked(s, day, hours)
+	if len(todo) == 0 {
+		return nil
+	}
+	set := make([]string, len(todo))
+	for i, hr := range todo {
+		set[i] = strconv.Itoa(hr)
+	}
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(h.Table),
+		Key:                       HoursKey(s, day),
+		UpdateExpression:          aws.String("ADD #h :h"),
+		ExpressionAttributeNames:  map[string]string{"#h": schema.Hours},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":h": &types.AttributeValueMemberNS{Value: set}},
+	}
+	if d, err := time.Parse(bucketing.DayLayout, day); err == nil && h.Retention > 0 {
+		in.UpdateExpression = aws.String("ADD #h :h SET #e = :e")
+		in.ExpressionAttributeNames["#e"] = schema.TTL
+		in.ExpressionAttributeValues[":e"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Add(2*24*time.Hour+h.Retention).Unix(), 10)}
+	}
+	if _, err := h.Client.UpdateItem(ctx, in); err != nil {
+		return fmt.Errorf("mark hours %v of %s: %w", todo, s.MetaPK(day), err)
+	}
+	h.remember(s, day, todo)
+	return nil
+}
+
+func (h *Hours) unmarked(s bucketing.Stream, day string, hours uint32) []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var todo []int
+	for hr := range 24 {
+		if hours&(1<<hr) != 0 && !h.marked[hourKey{s, day, hr}] {
+			todo = append(todo, hr)
+		}
+	}
+	return todo
+}
+
+func (h *Hours) remember(s bucketing.Stream, day string, hours []int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.marked == nil || len(h.marked) > maxMarked {
+		h.marked = map[hourKey]bool{}
+	}
+	for _, hr := range hours {
+		h.marked[hourKey{s, day, hr}] = true
+	}
+}
+
+// DecodeHours reads the hours of an hour-index item; nil item means none
+// were marked.
+func DecodeHours(item map[string]types.AttributeValue) ([]int, error) {
+	if item == nil {
+		return nil, nil
+	}
+	ns, ok := item[schema.Hours].(*types.AttributeValueMemberNS)
+	if !ok {
+		return nil, fmt.Errorf("hour index: no %q number set", schema.Hours)
+	}
+	out := make([]int, 0, len(ns.Value))
+	for _, v := range ns.Value {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 23 {
+			return nil, fmt.Errorf("hour index: bad hour %q", v)
+		}
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out, nil
+}
