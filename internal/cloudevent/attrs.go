@@ -1,0 +1,105 @@
+package cloudevent
+
+import (
+	"bytes"
+	"strings"
+)
+
+// attrs says where the attributes with a fixed meaning are among an event's
+// members; -1 for an absent one.
+type attrs struct {
+	id, source, typ, specversion, time, subject, data, dataB64 int
+}
+
+// indexAttrs finds the attributes with a fixed meaning and checks every
+// member's name and, for the context attributes, that its value is a
+// string. It refuses duplicate names: which of two "id"s is the event's is
+// ambiguous, and an ambiguity in an identity is a way to smuggle one event
+// past another's checks. An optional attribute set to null is made absent
+// (its value set to nil).
+func indexAttrs(ms []member) (attrs, error) {
+	a := attrs{-1, -1, -1, -1, -1, -1, -1, -1}
+	dup := duplicateAt(ms, bytes.Compare)
+	for i := range ms {
+		if i == dup {
+			return a, fieldErr(fieldName(string(ms[i].name)), "appears more than once")
+		}
+		a.note(string(ms[i].name), i)
+		if err := checkStringAttr(&ms[i]); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+// note records that the member at i is named name.
+func (a *attrs) note(name string, i int) {
+	switch name {
+	case "id":
+		a.id = i
+	case "source":
+		a.source = i
+	case "type":
+		a.typ = i
+	case "specversion":
+		a.specversion = i
+	case "time":
+		a.time = i
+	case "subject":
+		a.subject = i
+	case "data":
+		a.data = i
+	case "data_base64":
+		a.dataB64 = i
+	}
+}
+
+// isStringAttr tells the context attributes whose values are strings (and
+// data_base64), which null makes absent.
+func isStringAttr(name string) bool {
+	switch name {
+	case "id", "source", "type", "specversion", "time", "subject", "datacontenttype", "dataschema", "data_base64":
+		return true
+	}
+	return false
+}
+
+// checkStringAttr makes a string attribute set to null absent and refuses
+// one whose value is not a string.
+func checkStringAttr(m *member) error {
+	if !isStringAttr(string(m.name)) {
+		return nil
+	}
+	if isNull(m.val) {
+		m.val = nil
+	}
+	if m.val != nil && m.val[0] != '"' {
+		return fieldErr(string(m.name), "must be a string")
+	}
+	return nil
+}
+
+// duplicateAt is the index of the first member whose name an earlier member
+// already has, or -1. cmp compares names (bytes.Compare; a test counts its
+// calls).
+func duplicateAt(ms []member, cmp func(a, b []byte) int) int {
+	for i := range ms {
+		for j := range i {
+			if cmp(ms[j].name, ms[i].name) == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func isNull(v []byte) bool { return len(v) == 4 && string(v) == "null" }
+
+// fieldName is the field an error about the member named k names: the
+// event itself when the name is blank.
+func fieldName(k string) string {
+	if strings.TrimSpace(k) == "" {
+		return "event"
+	}
+	return k
+}
