@@ -2,6 +2,7 @@ package cloudevent
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 )
 
@@ -79,18 +80,44 @@ func checkStringAttr(m *member) error {
 	return nil
 }
 
+// smallObject is the most members whose names duplicateAt compares pair by
+// pair: up to here that is cheaper than sorting, and allocates nothing.
+const smallObject = 16
+
 // duplicateAt is the index of the first member whose name an earlier member
 // already has, or -1. cmp compares names (bytes.Compare; a test counts its
-// calls).
+// calls). Past smallObject members it sorts the indexes by name, so an event
+// of n members costs O(n log n) comparisons, not n²/2.
 func duplicateAt(ms []member, cmp func(a, b []byte) int) int {
-	for i := range ms {
-		for j := range i {
-			if cmp(ms[j].name, ms[i].name) == 0 {
-				return i
+	if len(ms) <= smallObject {
+		for i := range ms {
+			for j := range i {
+				if cmp(ms[j].name, ms[i].name) == 0 {
+					return i
+				}
 			}
 		}
+		return -1
 	}
-	return -1
+	order := make([]int32, len(ms)) // an event is at most MaxBytesLimit bytes
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp(ms[a].name, ms[b].name); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	// Equal names are now adjacent, in the order received: every element
+	// that equals its predecessor is a repeat; report the earliest.
+	first := -1
+	for k := 1; k < len(order); k++ {
+		if i := int(order[k]); cmp(ms[order[k-1]].name, ms[i].name) == 0 && (first < 0 || i < first) {
+			first = i
+		}
+	}
+	return first
 }
 
 func isNull(v []byte) bool { return len(v) == 4 && string(v) == "null" }
