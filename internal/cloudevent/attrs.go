@@ -2,6 +2,7 @@ package cloudevent
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -25,12 +26,58 @@ func indexAttrs(ms []member) (attrs, error) {
 		if i == dup {
 			return a, fieldErr(fieldName(string(ms[i].name)), "appears more than once")
 		}
+		if err := checkName(ms[i].name); err != nil {
+			return a, err
+		}
 		a.note(string(ms[i].name), i)
 		if err := checkStringAttr(&ms[i]); err != nil {
 			return a, err
 		}
 	}
 	return a, nil
+}
+
+// checkName refuses a member name that is not a CloudEvents attribute name:
+// lower-case ASCII letters and digits (core spec 1.0.2, "Attribute Naming
+// Convention"), or data_base64 (JSON format). Names that differ only in
+// case would otherwise be two members here and one attribute to a
+// case-insensitive reader.
+func checkName(name []byte) error {
+	if validName(name) {
+		return nil
+	}
+	if len(name) == 0 {
+		return fieldErr("event", "has a member with an empty name; CloudEvents attribute names are lower-case letters a-z and digits 0-9")
+	}
+	problem := "is not a valid attribute name: CloudEvents attribute names are lower-case letters a-z and digits 0-9"
+	if lower := bytes.ToLower(name); validName(lower) {
+		problem += fmt.Sprintf("; did you mean %q?", lower)
+	} else {
+		problem += "; rename it"
+	}
+	return fieldErr(nameLabel(name), "%s", problem)
+}
+
+func validName(name []byte) bool {
+	if string(name) == "data_base64" {
+		return true
+	}
+	for _, c := range name {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return len(name) > 0
+}
+
+// nameLabel is a member name fit to head an error: blank names are "event",
+// long ones are cut to 64 bytes.
+func nameLabel(name []byte) string {
+	const most = 64
+	if len(name) <= most {
+		return fieldName(string(name))
+	}
+	return strings.ToValidUTF8(string(name[:most]), "") + "…"
 }
 
 // note records that the member at i is named name.
