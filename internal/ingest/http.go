@@ -25,15 +25,19 @@ const Route = "/v1/events"
 // RetryAfterSeconds is the Retry-After a 503 answer carries.
 const RetryAfterSeconds = 1
 
-// Response is the body of a 202 or 400 answer to POST /v1/events.
+// Response is the body of an answer to POST /v1/events: 202 or 400 with
+// Accepted and Rejected, 503 with all three.
 type Response struct {
 	Accepted int         `json:"accepted"`
 	Rejected []Rejection `json:"rejected"`
-	Error    string      `json:"error,omitempty"`
+	// Retry lists the events that were not stored for now (storage
+	// unavailable, or the request's time ran out): send them again.
+	Retry []Rejection `json:"retry,omitempty"`
+	Error string      `json:"error,omitempty"`
 }
 
-// Rejection says why the event at Index was not accepted. ID is its id, when
-// it had one.
+// Rejection says why the event at Index was not accepted (or, in Retry, not
+// stored yet). ID is its id, when it had one.
 type Rejection struct {
 	Index int    `json:"index"`
 	ID    string `json:"id,omitempty"`
@@ -84,7 +88,9 @@ func (h *Handler) api(ctx context.Context, r apigw.Request) apigw.Response {
 	if refused != nil {
 		return *refused
 	}
-	ctx, cancel := deadline.Budget(ctx)
+	// API Gateway stops waiting APILimit after it received the request,
+	// however long the function may run: stop writing before then.
+	ctx, cancel := deadline.Within(ctx, deadline.APILeft(req.now.Sub(req.received)))
 	defer cancel()
 	outcomes, st := h.store(ctx, p.units)
 	return h.answer(ctx, p, outcomes, st, start)
@@ -102,20 +108,11 @@ func (h *Handler) newAPIRequest(r apigw.Request) apiRequest {
 	return req
 }
 
-// answer reports what became of the request's events: 503 when any could
-// not be stored for now, else 202 if at least one was accepted, else 400.
+// answer reports what became of the request's events: 503 with Retry-After
+// when any could not be stored for now, listing them; else 202 if at least
+// one was accepted; else 400. ctx is the work's: done if its time ran out.
 func (h *Handler) answer(ctx context.Context, p parsed, outcomes []outcome, st storeStats, start time.Time) apigw.Response {
-	var accepted, nQuarantined, failed int
-	for n := range p.units {
-		switch outcomes[n] {
-		case stored:
-			accepted++
-		case quarantined:
-			nQuarantined++
-		default:
-			failed++
-		}
-	}
+	t := tally(outcomes)
 	rejections := p.rejections
 	// Events DynamoDB refused were quarantined by store: report them too.
 	for n, u := range p.units {
@@ -123,20 +120,59 @@ func (h *Handler) answer(ctx context.Context, p parsed, outcomes []outcome, st s
 			rejections = append(rejections, Rejection{Index: u.group, Error: u.rejected.Reason})
 		}
 	}
-	h.report(ctx, "api", accepted, nQuarantined, failed, st, start)
-	if failed > 0 {
-		return apigw.Error(http.StatusServiceUnavailable,
-			"storage is unavailable: %d of %d events were not stored; sending the same request again is safe", failed, len(p.units)).
-			With("Retry-After", fmt.Sprint(RetryAfterSeconds))
+	if rejections == nil {
+		rejections = []Rejection{}
 	}
-	out := Response{Accepted: accepted, Rejected: rejections}
-	if out.Rejected == nil {
-		out.Rejected = []Rejection{}
-	}
-	if accepted == 0 {
+	h.report(ctx, "api", t.stored, t.quarantined, t.failed, st, start)
+	out := Response{Accepted: t.stored, Rejected: rejections}
+	switch {
+	case t.failed > 0:
+		out.Retry, out.Error = unstored(ctx, p.units, outcomes)
+		return apigw.JSON(http.StatusServiceUnavailable, out).With("Retry-After", fmt.Sprint(RetryAfterSeconds))
+	case t.stored == 0:
 		return apigw.JSON(http.StatusBadRequest, out)
 	}
 	return apigw.JSON(http.StatusAccepted, out)
+}
+
+// counts are how many units had each outcome.
+type counts struct{ stored, quarantined, failed int }
+
+func tally(outcomes []outcome) counts {
+	var c counts
+	for _, o := range outcomes {
+		switch o {
+		case stored:
+			c.stored++
+		case quarantined:
+			c.quarantined++
+		default:
+			c.failed++
+		}
+	}
+	return c
+}
+
+// unstored lists the units that failed, one entry per event, and says why
+// in one message: the request's time ran out, or storage was unavailable.
+func unstored(ctx context.Context, units []unit, outcomes []outcome) ([]Rejection, string) {
+	why := "storage is unavailable"
+	if ctx.Err() != nil {
+		why = fmt.Sprintf("the request ran out of time (API Gateway waits %v)", deadline.APILimit)
+	}
+	var retry []Rejection
+	for n, u := range units {
+		if outcomes[n] != failed || (len(retry) > 0 && retry[len(retry)-1].Index == u.group) {
+			continue
+		}
+		r := Rejection{Index: u.group, Error: "not stored: " + why + "; send it again"}
+		if u.event != nil {
+			r.ID = u.event.ID
+		}
+		retry = append(retry, r)
+	}
+	return retry, fmt.Sprintf("%s: %d of %d events were not stored; send those in \"retry\" again "+
+		"(sending the same request again is safe too)", why, len(retry), len(units))
 }
 
 func rejectedAt(rs []Rejection, index int) bool {
