@@ -75,7 +75,7 @@ func (h *Handler) api(ctx context.Context, r apigw.Request) apigw.Response {
 	if refused := checkRoute(r); refused != nil {
 		return *refused
 	}
-	batch, refused := contentMode(r)
+	mode, refused := contentMode(r)
 	if refused != nil {
 		return *refused
 	}
@@ -84,8 +84,10 @@ func (h *Handler) api(ctx context.Context, r apigw.Request) apigw.Response {
 		return *refused
 	}
 	req := h.newAPIRequest(r)
-	p, refused := h.parseEvents(body, batch, req)
-	if refused != nil {
+	var p parsed
+	if mode == binary {
+		p = h.parseBinary(r.Headers, body, req)
+	} else if p, refused = h.parseEvents(body, mode == batched, req); refused != nil {
 		return *refused
 	}
 	// API Gateway stops waiting APILimit after it received the request,

@@ -24,25 +24,49 @@ func checkRoute(r apigw.Request) *apigw.Response {
 	return nil
 }
 
-// contentMode reads the Content-Type: batch is true for a CloudEvents batch.
-func contentMode(r apigw.Request) (batch bool, refused *apigw.Response) {
+// mode is how a request carries its events (CloudEvents HTTP protocol
+// binding, section 3).
+type mode int
+
+const (
+	structured mode = iota // one event, or a JSON array of them, in the body
+	batched                // application/cloudevents-batch+json: an array
+	binary                 // one event: attributes in ce-* headers, data in the body
+)
+
+// contentMode tells the mode from the Content-Type, as the HTTP protocol
+// binding does: a CloudEvents format is structured or batched; a request
+// with a ce-specversion header is otherwise in binary mode, whatever its
+// data's media type; and a plain JSON body (or none said) is taken as
+// structured.
+func contentMode(r apigw.Request) (mode, *apigw.Response) {
 	ct := r.Header("Content-Type")
-	if ct == "" {
-		return false, nil
+	mt := ""
+	if ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			resp := apigw.Error(http.StatusUnsupportedMediaType, "Content-Type %q cannot be parsed: %v", ct, err)
+			return structured, &resp
+		}
 	}
-	mt, _, err := mime.ParseMediaType(ct)
 	switch {
-	case err != nil:
-		resp := apigw.Error(http.StatusUnsupportedMediaType, "Content-Type %q cannot be parsed: %v", ct, err)
-		return false, &resp
 	case mt == "application/cloudevents-batch+json":
-		return true, nil
-	case mt == "application/json", mt == "application/cloudevents+json":
-		return false, nil
+		return batched, nil
+	case mt == "application/cloudevents+json":
+		return structured, nil
+	case strings.HasPrefix(mt, "application/cloudevents"):
+		resp := apigw.Error(http.StatusUnsupportedMediaType, "Content-Type %q is a CloudEvents format this API does not read; send JSON "+
+			"(application/cloudevents+json or application/cloudevents-batch+json)", mt)
+		return structured, &resp
+	case r.Header("ce-specversion") != "":
+		return binary, nil
+	case mt == "" || mt == "application/json":
+		return structured, nil
 	}
 	resp := apigw.Error(http.StatusUnsupportedMediaType,
-		"Content-Type %q is not supported; send application/json, application/cloudevents+json or application/cloudevents-batch+json", mt)
-	return false, &resp
+		"Content-Type %q is not supported without ce-* headers; send application/json, application/cloudevents+json or "+
+			"application/cloudevents-batch+json, or the event in binary mode (attributes in ce-* headers, ce-specversion among them)", mt)
+	return structured, &resp
 }
 
 // requestBody is the request's body, decoded from base64 if API Gateway
