@@ -42,15 +42,21 @@ func Within(ctx context.Context, left time.Duration) (context.Context, context.C
 	return context.WithDeadline(ctx, end)
 }
 
-// APILeft is what is left of API for a request that API Gateway received age
-// ago (cold starts and queueing use some of it). An age outside [0,
-// APILimit) is not this invocation's to count — clocks apart, or a request
-// replayed from a file — and counts as 0.
-func APILeft(age time.Duration) time.Duration {
-	if age < 0 || age >= APILimit {
-		return API
+// MaxInit bounds the time between API Gateway receiving a request and the
+// handler starting on it: API Gateway invokes the function synchronously,
+// and what can come between is the function's init phase (a cold start),
+// which Lambda stops at 10 seconds.
+const MaxInit = 10 * time.Second
+
+// APILeft is what is left of budget for a request that API Gateway received
+// age ago: a cold start spends API Gateway's time too. An age outside [0,
+// MaxInit) is not a cold start — clocks apart, or a request replayed from a
+// file — and counts as 0.
+func APILeft(budget, age time.Duration) time.Duration {
+	if age < 0 || age >= MaxInit {
+		return budget
 	}
-	return API - age
+	return budget - age
 }
 
 func margin(left time.Duration) time.Duration {

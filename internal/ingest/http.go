@@ -92,7 +92,7 @@ func (h *Handler) api(ctx context.Context, r apigw.Request) apigw.Response {
 	}
 	// API Gateway stops waiting APILimit after it received the request,
 	// however long the function may run: stop writing before then.
-	ctx, cancel := deadline.Within(ctx, deadline.APILeft(req.now.Sub(req.received)))
+	ctx, cancel := deadline.Within(ctx, deadline.APILeft(h.apiBudget, req.now.Sub(req.received)))
 	defer cancel()
 	outcomes, st := h.store(ctx, p.units)
 	return h.answer(ctx, p, outcomes, st, start)
