@@ -24,7 +24,7 @@ func indexAttrs(ms []member) (attrs, error) {
 	dup := duplicateAt(ms, bytes.Compare)
 	for i := range ms {
 		if i == dup {
-			return a, fieldErr(fieldName(string(ms[i].name)), "appears more than once")
+			return a, fieldErr(nameLabel(ms[i].name), "appears more than once")
 		}
 		if err := checkName(ms[i].name); err != nil {
 			return a, err

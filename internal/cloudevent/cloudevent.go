@@ -1,6 +1,7 @@
 // Package cloudevent parses and validates CloudEvents 1.0 in JSON structured
 // mode, and normalises them for storage: attributes checked, time in RFC 3339
-// UTC, data and extension attributes kept byte for byte.
+// UTC, data and extension attributes kept byte for byte. FromBinary turns an
+// event sent in the HTTP binary content mode into the same JSON form.
 package cloudevent
 
 import (
