@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/internal/writer"
@@ -40,6 +41,8 @@ type Handler struct {
 	log      *slog.Logger
 	metrics  *emf.Logger
 	now      func() time.Time
+	// apiBudget bounds the work of an API request (deadline.API).
+	apiBudget time.Duration
 }
 
 // Options are the parts of a Handler that tests and the local server vary.
@@ -47,6 +50,9 @@ type Options struct {
 	Logger  *slog.Logger     // default: discard
 	Metrics *emf.Logger      // default: none
 	Now     func() time.Time // default: time.Now
+	// APIBudget bounds the work of an API request, counted from when API
+	// Gateway received it. Default, and most: deadline.API.
+	APIBudget time.Duration
 }
 
 // New returns a Handler writing through client.
@@ -57,6 +63,10 @@ func New(cfg Config, client Client, o Options) *Handler {
 	}
 	if h.now == nil {
 		h.now = time.Now
+	}
+	h.apiBudget = deadline.API
+	if o.APIBudget > 0 && o.APIBudget < deadline.API {
+		h.apiBudget = o.APIBudget
 	}
 	h.registry = &shardmap.Registry{
 		Client: client,

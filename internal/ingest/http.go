@@ -2,17 +2,13 @@ package ingest
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
-	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/apigw"
-	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/item"
 )
@@ -29,15 +25,19 @@ const Route = "/v1/events"
 // RetryAfterSeconds is the Retry-After a 503 answer carries.
 const RetryAfterSeconds = 1
 
-// Response is the body of a 202 or 400 answer to POST /v1/events.
+// Response is the body of an answer to POST /v1/events: 202 or 400 with
+// Accepted and Rejected, 503 with all three.
 type Response struct {
 	Accepted int         `json:"accepted"`
 	Rejected []Rejection `json:"rejected"`
-	Error    string      `json:"error,omitempty"`
+	// Retry lists the events that were not stored for now (storage
+	// unavailable, or the request's time ran out): send them again.
+	Retry []Rejection `json:"retry,omitempty"`
+	Error string      `json:"error,omitempty"`
 }
 
-// Rejection says why the event at Index was not accepted. ID is its id, when
-// it had one.
+// Rejection says why the event at Index was not accepted (or, in Retry, not
+// stored yet). ID is its id, when it had one.
 type Rejection struct {
 	Index int    `json:"index"`
 	ID    string `json:"id,omitempty"`
@@ -54,125 +54,127 @@ func (h *Handler) REST(ctx context.Context, req events.APIGatewayProxyRequest) (
 	return h.api(ctx, apigw.FromREST(req)).REST(), nil
 }
 
-// api serves POST /v1/events.
+// apiRequest is what the steps of one POST /v1/events share.
+type apiRequest struct {
+	now      time.Time   // the validation clock
+	received time.Time   // when API Gateway received it: the time of events without one
+	origin   item.Origin // the request, for the quarantine
+}
+
+// parsed is a request's events, read: the units to store and the events
+// refused so far.
+type parsed struct {
+	units      []unit
+	rejections []Rejection
+}
+
+// api serves POST /v1/events: it checks the route, the media type and the
+// body, reads the events, stores them and answers.
 func (h *Handler) api(ctx context.Context, r apigw.Request) apigw.Response {
 	start := h.now()
-	if !strings.HasSuffix(strings.TrimRight(r.Path, "/"), Route) {
-		return apigw.Error(http.StatusNotFound, "no route %s %s; events are sent with POST %s", r.Method, r.Path, Route)
+	if refused := checkRoute(r); refused != nil {
+		return *refused
 	}
-	if r.Method != http.MethodPost {
-		return apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed on %s; use POST", r.Method, Route).With("Allow", http.MethodPost)
+	mode, refused := contentMode(r)
+	if refused != nil {
+		return *refused
 	}
-	ct := r.Header("Content-Type")
-	batch := false
-	if ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		switch {
-		case err != nil:
-			return apigw.Error(http.StatusUnsupportedMediaType, "Content-Type %q cannot be parsed: %v", ct, err)
-		case mt == "application/cloudevents-batch+json":
-			batch = true
-		case mt == "application/json", mt == "application/cloudevents+json":
-		default:
-			return apigw.Error(http.StatusUnsupportedMediaType,
-				"Content-Type %q is not supported; send application/json, application/cloudevents+json or application/cloudevents-batch+json", mt)
-		}
+	body, refused := requestBody(r)
+	if refused != nil {
+		return *refused
 	}
-	// Refuse an oversized body before copying or decoding it.
-	size := len(r.Body)
-	if r.Base64 {
-		size = base64.StdEncoding.DecodedLen(len(r.Body))
+	req := h.newAPIRequest(r)
+	var p parsed
+	if mode == binary {
+		p = h.parseBinary(r.Headers, body, req)
+	} else if p, refused = h.parseEvents(body, mode == batched, req); refused != nil {
+		return *refused
 	}
-	if size > MaxRequestBytes+2 || (!r.Base64 && size > MaxRequestBytes) {
-		return apigw.Error(http.StatusRequestEntityTooLarge, "body: %d bytes is over the %d-byte limit; split it into several requests", size, MaxRequestBytes)
-	}
-	body := []byte(r.Body)
-	if r.Base64 {
-		var err error
-		if body, err = base64.StdEncoding.DecodeString(r.Body); err != nil {
-			return apigw.Error(http.StatusBadRequest, "body: marked base64-encoded but is not valid base64: %v", err)
-		}
-		if len(body) > MaxRequestBytes {
-			return apigw.Error(http.StatusRequestEntityTooLarge, "body: %d bytes is over the %d-byte limit; split it into several requests", len(body), MaxRequestBytes)
-		}
-	}
-	now := h.now()
-	received := r.Received
-	if received.IsZero() {
-		received = now.UTC()
-	}
-	requestID := r.RequestID
-	if requestID == "" {
-		requestID = fmt.Sprintf("local-%d", now.UnixNano())
-	}
-	origin := item.Origin{RequestID: requestID}
-
-	raws, array, err := cloudevent.Split(body)
-	if err == nil && batch && !array {
-		err = &cloudevent.FieldError{Field: "body", Problem: "a CloudEvents batch must be a JSON array"}
-	}
-	var units []unit
-	var rejections []Rejection
-	if err != nil {
-		// The body as a whole is unusable: quarantine it as one record.
-		units = append(units, rejectedUnit(0, body, err.Error(), origin, received))
-		rejections = append(rejections, Rejection{Index: 0, Error: err.Error()})
-	} else {
-		if len(raws) == 0 {
-			return apigw.JSON(http.StatusBadRequest, Response{Rejected: []Rejection{}, Error: "body: holds no events"})
-		}
-		if len(raws) > MaxRequestEvents {
-			return apigw.Error(http.StatusRequestEntityTooLarge, "body: %d events is over the limit of %d per request; split it", len(raws), MaxRequestEvents)
-		}
-		for i, raw := range raws {
-			o := origin
-			if array {
-				o.Index = &i
-			}
-			e, err := cloudevent.ParseElement(raw, now, received, h.limits())
-			if err != nil {
-				units = append(units, rejectedUnit(i, raw, err.Error(), o, received))
-				rejections = append(rejections, Rejection{Index: i, ID: idOf(raw), Error: err.Error()})
-				continue
-			}
-			units = append(units, unit{group: i, event: &e, origin: o, received: received})
-		}
-	}
-
-	ctx, cancel := deadline.Budget(ctx)
+	// API Gateway stops waiting APILimit after it received the request,
+	// however long the function may run: stop writing before then.
+	ctx, cancel := deadline.Within(ctx, deadline.APILeft(h.apiBudget, req.now.Sub(req.received)))
 	defer cancel()
-	outcomes, st := h.store(ctx, units)
-	var accepted, nQuarantined, failed int
-	for n := range units {
-		switch outcomes[n] {
-		case stored:
-			accepted++
-		case quarantined:
-			nQuarantined++
-		default:
-			failed++
-		}
+	outcomes, st := h.store(ctx, p.units)
+	return h.answer(ctx, p, outcomes, st, start)
+}
+
+// newAPIRequest reads the request's clocks and origin.
+func (h *Handler) newAPIRequest(r apigw.Request) apiRequest {
+	req := apiRequest{now: h.now(), received: r.Received, origin: item.Origin{RequestID: r.RequestID}}
+	if req.received.IsZero() {
+		req.received = req.now.UTC()
 	}
+	if req.origin.RequestID == "" {
+		req.origin.RequestID = fmt.Sprintf("local-%d", req.now.UnixNano())
+	}
+	return req
+}
+
+// answer reports what became of the request's events: 503 with Retry-After
+// when any could not be stored for now, listing them; else 202 if at least
+// one was accepted; else 400. ctx is the work's: done if its time ran out.
+func (h *Handler) answer(ctx context.Context, p parsed, outcomes []outcome, st storeStats, start time.Time) apigw.Response {
+	t := tally(outcomes)
+	rejections := p.rejections
 	// Events DynamoDB refused were quarantined by store: report them too.
-	for n, u := range units {
+	for n, u := range p.units {
 		if u.event == nil && outcomes[n] == quarantined && !rejectedAt(rejections, u.group) {
 			rejections = append(rejections, Rejection{Index: u.group, Error: u.rejected.Reason})
 		}
 	}
-	h.report(ctx, "api", accepted, nQuarantined, failed, st, start)
-	if failed > 0 {
-		return apigw.Error(http.StatusServiceUnavailable,
-			"storage is unavailable: %d of %d events were not stored; sending the same request again is safe", failed, len(units)).
-			With("Retry-After", fmt.Sprint(RetryAfterSeconds))
+	if rejections == nil {
+		rejections = []Rejection{}
 	}
-	out := Response{Accepted: accepted, Rejected: rejections}
-	if out.Rejected == nil {
-		out.Rejected = []Rejection{}
-	}
-	if accepted == 0 {
+	h.report(ctx, "api", t.stored, t.quarantined, t.failed, st, start)
+	out := Response{Accepted: t.stored, Rejected: rejections}
+	switch {
+	case t.failed > 0:
+		out.Retry, out.Error = unstored(ctx, p.units, outcomes)
+		return apigw.JSON(http.StatusServiceUnavailable, out).With("Retry-After", fmt.Sprint(RetryAfterSeconds))
+	case t.stored == 0:
 		return apigw.JSON(http.StatusBadRequest, out)
 	}
 	return apigw.JSON(http.StatusAccepted, out)
+}
+
+// counts are how many units had each outcome.
+type counts struct{ stored, quarantined, failed int }
+
+func tally(outcomes []outcome) counts {
+	var c counts
+	for _, o := range outcomes {
+		switch o {
+		case stored:
+			c.stored++
+		case quarantined:
+			c.quarantined++
+		default:
+			c.failed++
+		}
+	}
+	return c
+}
+
+// unstored lists the units that failed, one entry per event, and says why
+// in one message: the request's time ran out, or storage was unavailable.
+func unstored(ctx context.Context, units []unit, outcomes []outcome) ([]Rejection, string) {
+	why := "storage is unavailable"
+	if ctx.Err() != nil {
+		why = fmt.Sprintf("the request ran out of time (API Gateway waits %v)", deadline.APILimit)
+	}
+	var retry []Rejection
+	for n, u := range units {
+		if outcomes[n] != failed || (len(retry) > 0 && retry[len(retry)-1].Index == u.group) {
+			continue
+		}
+		r := Rejection{Index: u.group, Error: "not stored: " + why + "; send it again"}
+		if u.event != nil {
+			r.ID = u.event.ID
+		}
+		retry = append(retry, r)
+	}
+	return retry, fmt.Sprintf("%s: %d of %d events were not stored; send those in \"retry\" again "+
+		"(sending the same request again is safe too)", why, len(retry), len(units))
 }
 
 func rejectedAt(rs []Rejection, index int) bool {
@@ -182,16 +184,4 @@ func rejectedAt(rs []Rejection, index int) bool {
 		}
 	}
 	return false
-}
-
-// idOf is the event's id, if raw is an object with a string id.
-func idOf(raw []byte) string {
-	var v struct {
-		ID any `json:"id"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return ""
-	}
-	s, _ := v.ID.(string)
-	return s
 }

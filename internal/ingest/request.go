@@ -1,0 +1,149 @@
+package ingest
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/shardline/shardline/internal/apigw"
+	"github.com/shardline/shardline/internal/cloudevent"
+)
+
+// checkRoute refuses anything but POST on Route.
+func checkRoute(r apigw.Request) *apigw.Response {
+	if !strings.HasSuffix(strings.TrimRight(r.Path, "/"), Route) {
+		resp := apigw.Error(http.StatusNotFound, "no route %s %s; events are sent with POST %s", r.Method, r.Path, Route)
+		return &resp
+	}
+	if r.Method != http.MethodPost {
+		resp := apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed on %s; use POST", r.Method, Route).With("Allow", http.MethodPost)
+		return &resp
+	}
+	return nil
+}
+
+// mode is how a request carries its events (CloudEvents HTTP protocol
+// binding, section 3).
+type mode int
+
+const (
+	structured mode = iota // one event, or a JSON array of them, in the body
+	batched                // application/cloudevents-batch+json: an array
+	binary                 // one event: attributes in ce-* headers, data in the body
+)
+
+// contentMode tells the mode from the Content-Type, as the HTTP protocol
+// binding does: a CloudEvents format is structured or batched; a request
+// with a ce-specversion header is otherwise in binary mode, whatever its
+// data's media type; and a plain JSON body (or none said) is taken as
+// structured.
+func contentMode(r apigw.Request) (mode, *apigw.Response) {
+	ct := r.Header("Content-Type")
+	mt := ""
+	if ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			resp := apigw.Error(http.StatusUnsupportedMediaType, "Content-Type %q cannot be parsed: %v", ct, err)
+			return structured, &resp
+		}
+	}
+	switch {
+	case mt == "application/cloudevents-batch+json":
+		return batched, nil
+	case mt == "application/cloudevents+json":
+		return structured, nil
+	case strings.HasPrefix(mt, "application/cloudevents"):
+		resp := apigw.Error(http.StatusUnsupportedMediaType, "Content-Type %q is a CloudEvents format this API does not read; send JSON "+
+			"(application/cloudevents+json or application/cloudevents-batch+json)", mt)
+		return structured, &resp
+	case r.Header("ce-specversion") != "":
+		return binary, nil
+	case mt == "" || mt == "application/json":
+		return structured, nil
+	}
+	resp := apigw.Error(http.StatusUnsupportedMediaType,
+		"Content-Type %q is not supported without ce-* headers; send application/json, application/cloudevents+json or "+
+			"application/cloudevents-batch+json, or the event in binary mode (attributes in ce-* headers, ce-specversion among them)", mt)
+	return structured, &resp
+}
+
+// requestBody is the request's body, decoded from base64 if API Gateway
+// encoded it. An oversized body is refused before it is copied or decoded.
+func requestBody(r apigw.Request) ([]byte, *apigw.Response) {
+	size := len(r.Body)
+	if r.Base64 {
+		size = base64.StdEncoding.DecodedLen(len(r.Body))
+	}
+	if size > MaxRequestBytes+2 || (!r.Base64 && size > MaxRequestBytes) {
+		return nil, tooLarge(size)
+	}
+	if !r.Base64 {
+		return []byte(r.Body), nil
+	}
+	body, err := base64.StdEncoding.DecodeString(r.Body)
+	if err != nil {
+		resp := apigw.Error(http.StatusBadRequest, "body: marked base64-encoded but is not valid base64: %v", err)
+		return nil, &resp
+	}
+	if len(body) > MaxRequestBytes {
+		return nil, tooLarge(len(body))
+	}
+	return body, nil
+}
+
+func tooLarge(size int) *apigw.Response {
+	resp := apigw.Error(http.StatusRequestEntityTooLarge, "body: %d bytes is over the %d-byte limit; split it into several requests", size, MaxRequestBytes)
+	return &resp
+}
+
+// parseEvents splits the body into events and parses each. A body that is
+// unusable as a whole is quarantined as one record.
+func (h *Handler) parseEvents(body []byte, batch bool, req apiRequest) (parsed, *apigw.Response) {
+	raws, array, err := cloudevent.Split(body)
+	if err == nil && batch && !array {
+		err = &cloudevent.FieldError{Field: "body", Problem: "a CloudEvents batch must be a JSON array"}
+	}
+	if err != nil {
+		return parsed{
+			units:      []unit{rejectedUnit(0, body, err.Error(), req.origin, req.received)},
+			rejections: []Rejection{{Index: 0, Error: err.Error()}},
+		}, nil
+	}
+	if len(raws) == 0 {
+		resp := apigw.JSON(http.StatusBadRequest, Response{Rejected: []Rejection{}, Error: "body: holds no events"})
+		return parsed{}, &resp
+	}
+	if len(raws) > MaxRequestEvents {
+		resp := apigw.Error(http.StatusRequestEntityTooLarge, "body: %d events is over the limit of %d per request; split it", len(raws), MaxRequestEvents)
+		return parsed{}, &resp
+	}
+	var p parsed
+	for i, raw := range raws {
+		o := req.origin
+		if array {
+			o.Index = &i
+		}
+		e, err := cloudevent.ParseElement(raw, req.now, req.received, h.limits())
+		if err != nil {
+			p.units = append(p.units, rejectedUnit(i, raw, err.Error(), o, req.received))
+			p.rejections = append(p.rejections, Rejection{Index: i, ID: idOf(raw), Error: err.Error()})
+			continue
+		}
+		p.units = append(p.units, unit{group: i, event: &e, origin: o, received: req.received})
+	}
+	return p, nil
+}
+
+// idOf is the event's id, if raw is an object with a string id.
+func idOf(raw []byte) string {
+	var v struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	s, _ := v.ID.(string)
+	return s
+}
