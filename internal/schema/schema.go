@@ -37,6 +37,10 @@ const (
 	Hours    = "hrs"   // hour index: the UTC hours of a day that hold events (a number set)
 )
 
+// StreamView is what the table's stream carries: the new image of each
+// item, from which the counter function reads an inserted event's type.
+const StreamView = types.StreamViewTypeNewImage
+
 // GSIName is the name of the time-bucket index.
 const GSIName = "by-source-hour"
 
@@ -102,6 +106,7 @@ func CreateTableInputWith(name string, p Projection) *dynamodb.CreateTableInput 
 			{AttributeName: aws.String(PK), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(SK), KeyType: types.KeyTypeRange},
 		},
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: StreamView},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
 			IndexName: aws.String(GSIName),
 			KeySchema: []types.KeySchemaElement{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 	"testing/quick"
 	"time"
@@ -337,5 +338,34 @@ func TestAppendMatchesString(t *testing.T) {
 	}
 	if err := quick.Check(f, &quick.Config{MaxCount: 3000}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCounterAndCatalogKeys(t *testing.T) {
+	for _, src := range []string{"a", "a#b", "a%23b", "%", "#", "ü/x y"} {
+		pk := CounterPK(src)
+		if strings.Count(pk, "#") != 1 {
+			t.Errorf("CounterPK(%q) = %q holds a delimiter", src, pk)
+		}
+		got, err := ParseCounterPK(pk)
+		if err != nil || got != src {
+			t.Errorf("ParseCounterPK(%q) = %q, %v; want %q", pk, got, err, src)
+		}
+	}
+	if CounterPK("a#b") == CounterPK("a%23b") {
+		t.Error("two sources share a counter partition")
+	}
+	for _, bad := range []string{"C#", "E#a", "C#a#b", "C#%zz"} {
+		if _, err := ParseCounterPK(bad); err == nil {
+			t.Errorf("ParseCounterPK(%q) accepted", bad)
+		}
+	}
+	if d, err := ParseCatalogPK(CatalogPK("2026-11-22")); err != nil || d != "2026-11-22" {
+		t.Errorf("catalog key: %q %v", d, err)
+	}
+	for _, bad := range []string{"S#", "S#2026-13-01", "M#2026-11-22", "S#2026-11-22x"} {
+		if _, err := ParseCatalogPK(bad); err == nil {
+			t.Errorf("ParseCatalogPK(%q) accepted", bad)
+		}
 	}
 }

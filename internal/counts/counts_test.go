@@ -1,0 +1,319 @@
+package counts_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/internal/faultproxy"
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/params"
+	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+type ev struct {
+	source, id, typ string
+	at              time.Time
+}
+
+func (e ev) json() []byte {
+	b, _ := json.Marshal(map[string]any{"id": e.id, "source": e.source, "type": e.typ, "time": e.at.Format(time.RFC3339Nano)})
+	return b
+}
+
+type env struct {
+	table  string
+	ingest *ingest.Handler
+	want   map[[2]string]ev // distinct events by (source, id) — each with one time here
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{table: testdb.Table(t), want: map[[2]string]ev{}}
+	e.ingest = e.container(t)
+	return e
+}
+
+// container is another ingest function instance on the same table.
+func (e *env) container(t *testing.T) *ingest.Handler {
+	return ingest.New(ingest.DefaultConfig(e.table), testdb.Client(t, testdb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
+}
+
+// send writes evs as one Kinesis batch through h, raw lines among them.
+func (e *env) send(t *testing.T, h *ingest.Handler, evs []ev, raw ...string) {
+	t.Helper()
+	var k events.KinesisEvent
+	for i, x := range evs {
+		k.Records = append(k.Records, events.KinesisEventRecord{EventSource: "aws:kinesis", EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/s",
+			Kinesis: events.KinesisRecord{Data: x.json(), SequenceNumber: fmt.Sprint(i)}})
+	}
+	for i, r := range raw {
+		k.Records = append(k.Records, events.KinesisEventRecord{EventSource: "aws:kinesis", EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/s",
+			Kinesis: events.KinesisRecord{Data: []byte(r), SequenceNumber: fmt.Sprint(1000 + i)}})
+	}
+	resp, err := h.Kinesis(context.Background(), k)
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("ingest: %v, %d failures", err, len(resp.BatchItemFailures))
+	}
+}
+
+// stream reads the table's whole stream.
+func (e *env) stream(t *testing.T) map[string][]events.DynamoDBEventRecord {
+	t.Helper()
+	c := testdb.Client(t, testdb.Endpoint(t))
+	arn, err := streams.StreamARN(context.Background(), c, e.table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := streams.Read(context.Background(), streams.Static(testdb.Endpoint(t)), arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func (e *env) counter(t *testing.T, endpoint string) *counts.Counter {
+	return &counts.Counter{Client: testdb.Client(t, endpoint), Table: e.table, Retention: 30 * 24 * time.Hour}
+}
+
+// deliver applies every shard's records in batches of size n.
+func deliver(t *testing.T, c *counts.Counter, recs map[string][]events.DynamoDBEventRecord, n int) counts.Stats {
+	t.Helper()
+	var sum counts.Stats
+	for shard, rs := range recs {
+		for i := 0; i < len(rs); i += n {
+			st, err := c.Apply(context.Background(), shard, rs[i:min(i+n, len(rs))])
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			sum.Counted += st.Counted
+			sum.Seen += st.Seen
+			sum.Skipped += st.Skipped
+			sum.Updates += st.Updates
+			sum.Conflicts += st.Conflicts
+		}
+	}
+	return sum
+}
+
+// check compares GET /v1/counts for every interval and grouping with the
+// counts of the distinct events e.want.
+func (e *env) check(t *testing.T, source, from, to string) {
+	t.Helper()
+	for _, iv := range []string{"", "1m", "5m", "15m", "1h", "1d"} {
+		for _, group := range []bool{false, true} {
+			q := url.Values{"source": {source}, "from": {from}, "to": {to}}
+			if iv != "" {
+				q.Set("interval", iv)
+			}
+			if group {
+				q.Set("group_by", "type")
+			}
+			req, err := counts.ParseRequest(q.Encode(), now)
+			var pe *params.Error
+			if errors.As(err, &pe) && pe.Param == "interval" && strings.Contains(pe.Problem, "buckets") {
+				continue // more than 1,440 buckets: refused, as TestParseRequest checks
+			}
+			if err != nil {
+				t.Fatalf("%v: %v", q, err)
+			}
+			got, err := counts.Read(context.Background(), testdb.Client(t, testdb.Endpoint(t)), e.table, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := e.reference(req)
+			if g, w := flatten(got), flatten(want); g != w {
+				t.Fatalf("%v:\n got %s\nwant %s", q, g, w)
+			}
+		}
+	}
+}
+
+// reference counts e.want the way the API must.
+func (e *env) reference(r counts.Request) counts.Response {
+	sums := map[string][]int64{}
+	for _, x := range e.want {
+		if x.source != r.Source || x.at.Before(r.From) || !x.at.Before(r.To) || r.Type != "" && x.typ != r.Type {
+			continue
+		}
+		k := ""
+		if r.GroupByType {
+			k = x.typ
+		}
+		if sums[k] == nil {
+			sums[k] = make([]int64, r.Buckets())
+		}
+		sums[k][x.at.Sub(r.From)/r.Interval]++
+	}
+	var out counts.Response
+	var keys []string
+	for k := range sums {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if !r.GroupByType {
+		keys = []string{""}
+	}
+	for _, k := range keys {
+		s := counts.Series{Type: k}
+		for i := range r.Buckets() {
+			var n int64
+			if sums[k] != nil {
+				n = sums[k][i]
+			}
+			s.Points = append(s.Points, counts.Point{T: r.From.Add(time.Duration(i) * r.Interval).Format(time.RFC3339), Count: n})
+		}
+		out.Series = append(out.Series, s)
+	}
+	return out
+}
+
+func flatten(r counts.Response) string {
+	b, _ := json.Marshal(r.Series)
+	return string(b)
+}
+
+func (e *env) add(evs ...ev) []ev {
+	for _, x := range evs {
+		e.want[[2]string{x.source, x.id}] = x
+	}
+	return evs
+}
+
+// TestCountsExactUnderEveryRedelivery: duplicates in a batch, a Kinesis
+// batch delivered twice, two containers writing the same events at once, a
+// late event, quarantined records, and the stream delivered again in whole
+// and in part with other boundaries: every event counts once.
+func TestCountsExactUnderEveryRedelivery(t *testing.T) {
+	e := newEnv(t)
+	var batch []ev
+	for i := range 120 {
+		batch = append(batch, ev{"svc", fmt.Sprint(i), fmt.Sprintf("type.%d", i%3), now.Add(-time.Duration(i) * 37 * time.Second)})
+	}
+	e.add(batch...)
+	dup := append(append([]ev{}, batch...), batch[:30]...) // duplicates inside the batch
+	e.send(t, e.ingest, dup, "not json", `{"id":"x"}`)     // and two records for the quarantine
+	e.send(t, e.ingest, dup)                               // the same Kinesis batch again
+	late := e.add(ev{"svc", "late", "type.0", now.Add(-20 * 24 * time.Hour)})
+	other := e.container(t)
+	var wg sync.WaitGroup
+	for _, h := range []*ingest.Handler{e.ingest, other} { // two containers at once
+		wg.Add(1)
+		go func() { defer wg.Done(); e.send(t, h, append(late, batch[50:]...)) }()
+	}
+	wg.Wait()
+
+	recs := e.stream(t)
+	c := e.counter(t, testdb.Endpoint(t))
+	first := deliver(t, c, recs, 7)
+	if first.Counted != len(e.want) || first.Seen != 0 {
+		t.Fatalf("first delivery counted %d, saw %d; want %d, 0", first.Counted, first.Seen, len(e.want))
+	}
+	again := deliver(t, c, recs, 7) // every batch delivered twice, to the same container
+	if again.Counted != 0 || again.Seen != len(e.want) || again.Updates != 0 {
+		t.Fatalf("redelivery counted %d, saw %d, with %d updates", again.Counted, again.Seen, again.Updates)
+	}
+	// and again with other boundaries, to a new container that must learn
+	// from the items themselves what they hold
+	cold := deliver(t, e.counter(t, testdb.Endpoint(t)), recs, 5)
+	if cold.Counted != 0 || cold.Seen != len(e.want) || cold.Conflicts == 0 {
+		t.Fatalf("cold redelivery counted %d, saw %d, %d conflicts", cold.Counted, cold.Seen, cold.Conflicts)
+	}
+	e.check(t, "svc", now.Add(-25*24*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339))
+	e.check(t, "svc", now.Add(-2*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339))
+}
+
+// TestCountsUnderThrottlingAndServerErrors: the counter's writes throttled
+// and failing; each failed batch is delivered again until it succeeds, and
+// the counts come out exact.
+func TestCountsUnderThrottlingAndServerErrors(t *testing.T) {
+	e := newEnv(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	var batch []ev
+	for i := range 300 {
+		batch = append(batch, ev{fmt.Sprintf("s%d", i%3), fmt.Sprint(i), fmt.Sprintf("t%d", i%4), now.Add(-time.Duration(rng.IntN(6*3600)) * time.Second)})
+	}
+	e.send(t, e.ingest, e.add(batch...))
+	p, err := faultproxy.New(testdb.Endpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	faults := []*faultproxy.Fault{faultproxy.Throttled, faultproxy.ServerError, faultproxy.Throttling, faultproxy.Reset}
+	p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+		if r.Op == "UpdateItem" && r.N%3 != 0 {
+			return faults[int(r.N)%len(faults)], nil
+		}
+		return nil, nil
+	})
+	c := e.counter(t, p.URL)
+	for shard, rs := range e.stream(t) {
+		for i := 0; i < len(rs); i += 40 {
+			for attempt := 0; ; attempt++ {
+				if _, err := c.Apply(context.Background(), shard, rs[i:min(i+40, len(rs))]); err == nil {
+					break
+				} else if attempt > 50 {
+					t.Fatalf("batch never succeeded: %v", err)
+				}
+			}
+		}
+	}
+	if p.Faults.Load() == 0 {
+		t.Fatal("no fault was injected")
+	}
+	for _, s := range []string{"s0", "s1", "s2"} {
+		e.check(t, s, now.Add(-7*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+}
+
+// TestCountsMatchAReference: random event sets (sources, types, times over
+// days, duplicates, late events), random delivery batch sizes, delivered
+// twice: the counts equal those of the distinct events, at every interval
+// and grouping.
+func TestCountsMatchAReference(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			e := newEnv(t)
+			rng := rand.New(rand.NewPCG(seed, 99))
+			var all []ev
+			for i := range 200 + rng.IntN(300) {
+				x := ev{fmt.Sprintf("src-%d", rng.IntN(3)), fmt.Sprintf("%d-%d", seed, rng.IntN(400)), fmt.Sprintf("k%d", rng.IntN(5)),
+					now.Add(-time.Duration(rng.Int64N(int64(10 * 24 * time.Hour))))}
+				if _, ok := e.want[[2]string{x.source, x.id}]; ok {
+					x = e.want[[2]string{x.source, x.id}] // a duplicate: the same event again
+				}
+				e.add(x)
+				all = append(all, x)
+				_ = i
+			}
+			for i := 0; i < len(all); i += 100 {
+				e.send(t, e.ingest, all[i:min(i+100, len(all))])
+			}
+			c := e.counter(t, testdb.Endpoint(t))
+			recs := e.stream(t)
+			deliver(t, c, recs, 1+rng.IntN(60))
+			deliver(t, c, recs, 1+rng.IntN(60))
+			for _, s := range []string{"src-0", "src-1", "src-2"} {
+				e.check(t, s, now.Add(-10*24*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339))
+				from := now.Add(-time.Duration(rng.Int64N(int64(3 * 24 * time.Hour))))
+				e.check(t, s, fmt.Sprint(from.UnixMilli()), fmt.Sprint(from.Add(20*time.Hour).UnixMilli()))
+			}
+		})
+	}
+}

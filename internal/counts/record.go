@@ -1,0 +1,127 @@
+// Package counts keeps exact event counts per source, UTC minute and type,
+// for GET /v1/counts. A function on the table's stream adds each newly
+// inserted event to the counter item of its (source, hour) — exactly once,
+// however often the stream delivers it — and a reader sums counter items
+// into the buckets a chart asks for. docs/counts.md gives the argument.
+package counts
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// record is one stream record that counts: an event that was inserted.
+type record struct {
+	seq    string // the stream sequence number, canonical decimal
+	source string
+	time   time.Time
+	typ    string
+}
+
+// maxSeqDigits is the most digits a DynamoDB number holds exactly; stream
+// sequence numbers are far shorter.
+const maxSeqDigits = 38
+
+// parse reads the records that count: INSERTs of event items. Everything
+// else (updates, removals by TTL, quarantine, shard records, counters) is
+// skipped, as the mapping's filter would have skipped it. An event item that
+// cannot be read is an error: it would otherwise go uncounted.
+func parse(recs []events.DynamoDBEventRecord) (out []record, skipped int, err error) {
+	for _, r := range recs {
+		pk, ok := str(r.Change.Keys, schema.PK)
+		if r.EventName != "INSERT" || !ok || !strings.HasPrefix(pk, "E#") {
+			skipped++
+			continue
+		}
+		rec, err := parseEvent(r, pk)
+		if err != nil {
+			return nil, skipped, fmt.Errorf("stream record %s: %w", r.EventID, err)
+		}
+		out = append(out, rec)
+	}
+	return out, skipped, nil
+}
+
+func parseEvent(r events.DynamoDBEventRecord, pk string) (record, error) {
+	k, err := bucketing.ParsePK(pk)
+	if err != nil {
+		return record{}, err
+	}
+	sk, _ := str(r.Change.Keys, schema.SK)
+	t, _, err := bucketing.ParseSortKey(sk)
+	if err != nil {
+		return record{}, err
+	}
+	typ, ok := str(r.Change.NewImage, schema.Type)
+	if !ok {
+		return record{}, fmt.Errorf("no %q in the new image: the stream must carry new images", schema.Type)
+	}
+	seq, err := canonicalSeq(r.Change.SequenceNumber)
+	if err != nil {
+		return record{}, err
+	}
+	return record{seq: seq, source: k.Source, time: t, typ: typ}, nil
+}
+
+func str(m map[string]events.DynamoDBAttributeValue, name string) (string, bool) {
+	v, ok := m[name]
+	if !ok || v.DataType() != events.DataTypeString {
+		return "", false
+	}
+	return v.String(), true
+}
+
+// canonicalSeq strips a sequence number's leading zeros, so that numbers
+// compare by length, then bytewise.
+func canonicalSeq(s string) (string, error) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return "", fmt.Errorf("sequence number %q is not a decimal number", s)
+	}
+	s = strings.TrimLeft(s, "0")
+	if s == "" {
+		s = "0"
+	}
+	if len(s) > maxSeqDigits {
+		return "", fmt.Errorf("sequence number %q has more than %d digits", s, maxSeqDigits)
+	}
+	return s, nil
+}
+
+// seqLess compares canonical sequence numbers.
+func seqLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// shortID names a type or a stream shard inside a counter item: the first n
+// bytes of its SHA-256, in URL-safe base64.
+func shortID(s string, n int) string {
+	h := sha256.Sum256([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(h[:n])
+}
+
+// Sizes of the ids: a type's id is 6 bytes (8 characters), widened to the
+// whole hash in the one item where two types' short ids collide; a shard's
+// id is 9 bytes (12 characters), which keeps the watermarks of the ~100
+// stream shards a hot source may touch under 2 KB.
+const (
+	typeIDBytes  = 6
+	shardIDBytes = 9
+)
+
+// Attribute names of a counter item.
+const (
+	countPrefix = "c" // c<mm><type id>: events of that type in minute mm
+	typePrefix  = "t" // t<type id>: the type the id stands for
+	markPrefix  = "w" // w<shard id>: the last sequence number of that shard counted here
+)
