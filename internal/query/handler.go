@@ -93,18 +93,9 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 
 func (h *Handler) serve(ctx context.Context, r apigw.Request) apigw.Response {
 	start := h.now()
-	path := strings.TrimRight(r.Path, "/")
-	var kind Kind
-	switch {
-	case strings.HasSuffix(path, EventsRoute):
-		kind = Events
-	case strings.HasSuffix(path, QuarantineRoute):
-		kind = Quarantine
-	default:
-		return apigw.Error(http.StatusNotFound, "no route %s %s; the query API serves GET %s and GET %s", r.Method, path, EventsRoute, QuarantineRoute)
-	}
-	if r.Method != http.MethodGet {
-		return apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed here; use GET", r.Method).With("Allow", http.MethodGet)
+	kind, refused := route(r)
+	if refused != nil {
+		return *refused
 	}
 	p, err := ParseParams(kind, r.RawQuery, h.now(), h.keys)
 	if err != nil {
@@ -120,12 +111,44 @@ func (h *Handler) serve(ctx context.Context, r apigw.Request) apigw.Response {
 	}
 	h.report(ctx, kind, p, page, err, start)
 	if err != nil {
-		msg := "storage is unavailable; retry shortly"
-		if errors.Is(err, ErrDeadline) {
-			msg = "the query did not finish in time; narrow the range or the filters, or retry"
-		}
-		return apigw.Error(http.StatusServiceUnavailable, "%s", msg).With("Retry-After", strconv.Itoa(RetryAfterSeconds))
+		return unavailable(err)
 	}
+	return h.answer(kind, page)
+}
+
+// route is what r asks for, or the answer refusing it.
+func route(r apigw.Request) (Kind, *apigw.Response) {
+	path := strings.TrimRight(r.Path, "/")
+	var kind Kind
+	switch {
+	case strings.HasSuffix(path, EventsRoute):
+		kind = Events
+	case strings.HasSuffix(path, QuarantineRoute):
+		kind = Quarantine
+	default:
+		resp := apigw.Error(http.StatusNotFound, "no route %s %s; the query API serves GET %s and GET %s", r.Method, path, EventsRoute, QuarantineRoute)
+		return 0, &resp
+	}
+	if r.Method != http.MethodGet {
+		resp := apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed here; use GET", r.Method).With("Allow", http.MethodGet)
+		return 0, &resp
+	}
+	return kind, nil
+}
+
+// unavailable is the 503 of a page that could not be read.
+func unavailable(err error) apigw.Response {
+	msg := "storage is unavailable; retry shortly"
+	if errors.Is(err, ErrDeadline) {
+		msg = "the query did not finish in time; narrow the range or the filters, or retry"
+	}
+	return apigw.Error(http.StatusServiceUnavailable, "%s", msg).With("Retry-After", strconv.Itoa(RetryAfterSeconds))
+}
+
+// answer is the 200 of a page: its events or records, the cursor of the
+// next, and the plan. The reader cut the page to fit the payload limit by
+// the sizes in size.go, which count these very encodings.
+func (h *Handler) answer(kind Kind, page Page) apigw.Response {
 	var cursor string
 	if page.Next != nil {
 		cursor = h.keys.Encode(page.Next)
