@@ -16,9 +16,9 @@ const aheadPartitions = 16
 // The first window opens one segment. Each time the merge comes back for
 // more, the range was sparse so far, and the next window opens twice as
 // many, up to aheadPartitions partitions. The first segment of a window is
-// asked for all the page can use, split over its partitions; the segments
-// opened ahead of it share half of that, since the page needs them only if
-// the first falls short. A partition that runs short is refilled lazily,
+// asked for all the page can use, split over its partitions; the others,
+// opened ahead of need, share half of that, since the page reads them only
+// if the first falls short. A partition that runs short is refilled lazily,
 // when the merge needs its head. An error in a segment opened ahead is the
 // page's only if the page reaches that segment.
 type window struct {
