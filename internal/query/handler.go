@@ -12,14 +12,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/emf"
-	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // Routes the query API serves.
@@ -60,30 +57,6 @@ func NewHandler(cfg Config, client API, o Options) *Handler {
 	return h
 }
 
-// EventsResponse is the body of a 200 answer to GET /v1/events.
-type EventsResponse struct {
-	Events     []json.RawMessage `json:"events"`
-	NextCursor string            `json:"next_cursor,omitempty"`
-	Plan       Plan              `json:"plan"`
-}
-
-// Record is a quarantined record.
-type Record struct {
-	ReceivedAt string         `json:"received_at"`
-	Reason     string         `json:"reason"`
-	Raw        []byte         `json:"raw"`                 // base64 in JSON
-	RawSize    int            `json:"raw_size,omitempty"`  // bytes received, when long
-	Truncated  bool           `json:"truncated,omitempty"` // raw holds only the first bytes
-	Origin     map[string]any `json:"origin"`
-}
-
-// QuarantineResponse is the body of a 200 answer to GET /v1/quarantine.
-type QuarantineResponse struct {
-	Records    []Record `json:"records"`
-	NextCursor string   `json:"next_cursor,omitempty"`
-	Plan       Plan     `json:"plan"`
-}
-
 // HTTP serves an API Gateway HTTP API (payload format 2.0) request.
 func (h *Handler) HTTP(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	return h.serve(ctx, apigw.FromHTTP(req)).HTTP(), nil
@@ -120,18 +93,9 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 
 func (h *Handler) serve(ctx context.Context, r apigw.Request) apigw.Response {
 	start := h.now()
-	path := strings.TrimRight(r.Path, "/")
-	var kind Kind
-	switch {
-	case strings.HasSuffix(path, EventsRoute):
-		kind = Events
-	case strings.HasSuffix(path, QuarantineRoute):
-		kind = Quarantine
-	default:
-		return apigw.Error(http.StatusNotFound, "no route %s %s; the query API serves GET %s and GET %s", r.Method, path, EventsRoute, QuarantineRoute)
-	}
-	if r.Method != http.MethodGet {
-		return apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed here; use GET", r.Method).With("Allow", http.MethodGet)
+	kind, refused := route(r)
+	if refused != nil {
+		return *refused
 	}
 	p, err := ParseParams(kind, r.RawQuery, h.now(), h.keys)
 	if err != nil {
@@ -147,12 +111,44 @@ func (h *Handler) serve(ctx context.Context, r apigw.Request) apigw.Response {
 	}
 	h.report(ctx, kind, p, page, err, start)
 	if err != nil {
-		msg := "storage is unavailable; retry shortly"
-		if errors.Is(err, ErrDeadline) {
-			msg = "the query did not finish in time; narrow the range or the filters, or retry"
-		}
-		return apigw.Error(http.StatusServiceUnavailable, "%s", msg).With("Retry-After", strconv.Itoa(RetryAfterSeconds))
+		return unavailable(err)
 	}
+	return h.answer(kind, page)
+}
+
+// route is what r asks for, or the answer refusing it.
+func route(r apigw.Request) (Kind, *apigw.Response) {
+	path := strings.TrimRight(r.Path, "/")
+	var kind Kind
+	switch {
+	case strings.HasSuffix(path, EventsRoute):
+		kind = Events
+	case strings.HasSuffix(path, QuarantineRoute):
+		kind = Quarantine
+	default:
+		resp := apigw.Error(http.StatusNotFound, "no route %s %s; the query API serves GET %s and GET %s", r.Method, path, EventsRoute, QuarantineRoute)
+		return 0, &resp
+	}
+	if r.Method != http.MethodGet {
+		resp := apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed here; use GET", r.Method).With("Allow", http.MethodGet)
+		return 0, &resp
+	}
+	return kind, nil
+}
+
+// unavailable is the 503 of a page that could not be read.
+func unavailable(err error) apigw.Response {
+	msg := "storage is unavailable; retry shortly"
+	if errors.Is(err, ErrDeadline) {
+		msg = "the query did not finish in time; narrow the range or the filters, or retry"
+	}
+	return apigw.Error(http.StatusServiceUnavailable, "%s", msg).With("Retry-After", strconv.Itoa(RetryAfterSeconds))
+}
+
+// answer is the 200 of a page: its events or records, the cursor of the
+// next, and the plan. The reader cut the page to fit the payload limit by
+// the sizes in size.go, which count these very encodings.
+func (h *Handler) answer(kind Kind, page Page) apigw.Response {
 	var cursor string
 	if page.Next != nil {
 		cursor = h.keys.Encode(page.Next)
@@ -169,31 +165,6 @@ func (h *Handler) serve(ctx context.Context, r apigw.Request) apigw.Response {
 		out.Events = append(out.Events, json.RawMessage(str(it[schema.Event])))
 	}
 	return apigw.JSON(http.StatusOK, out)
-}
-
-func record(it map[string]types.AttributeValue) Record {
-	t, _, _ := bucketing.ParseSortKey(str(it[schema.SK]))
-	r := Record{ReceivedAt: t.Format(time.RFC3339Nano), Reason: str(it[schema.Reason]), Origin: map[string]any{}}
-	raw, whole, err := item.RawOf(it)
-	if err != nil {
-		r.Reason += " (stored bytes unreadable: " + err.Error() + ")"
-	}
-	r.Raw, r.Truncated = raw, !whole
-	if n, ok := it[schema.RawSize].(*types.AttributeValueMemberN); ok {
-		r.RawSize, _ = strconv.Atoi(n.Value)
-	}
-	if m, ok := it[schema.Origin].(*types.AttributeValueMemberM); ok {
-		for k, v := range m.Value {
-			switch v := v.(type) {
-			case *types.AttributeValueMemberS:
-				r.Origin[k] = v.Value
-			case *types.AttributeValueMemberN:
-				n, _ := strconv.Atoi(v.Value)
-				r.Origin[k] = n
-			}
-		}
-	}
-	return r
 }
 
 func (h *Handler) report(ctx context.Context, kind Kind, p Params, page Page, err error, start time.Time) {

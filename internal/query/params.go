@@ -74,85 +74,127 @@ var allowed = map[Kind]map[string]bool{
 // *ParamError naming the parameter.
 func ParseParams(kind Kind, rawQuery string, now time.Time, keys *Keys) (Params, error) {
 	p := Params{Limit: DefaultLimit, Order: Desc}
+	vals, err := values(kind, rawQuery)
+	if err != nil {
+		return p, err
+	}
+	if kind == Events {
+		if err := vals.selection(&p); err != nil {
+			return p, err
+		}
+	}
+	if err := vals.paging(&p); err != nil {
+		return p, err
+	}
+	if err := vals.timeRange(&p, now); err != nil {
+		return p, err
+	}
+	return p, vals.cursor(kind, &p, keys)
+}
+
+// rawParams are the parameters of a query string, each given once.
+type rawParams url.Values
+
+// values parses rawQuery, and refuses a parameter that kind does not take,
+// one given twice, and one that is not UTF-8.
+func values(kind Kind, rawQuery string) (rawParams, error) {
 	vals, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return p, perr("query", "cannot be parsed: %v", err)
+		return nil, perr("query", "cannot be parsed: %v", err)
 	}
 	for name, vs := range vals {
 		if name == "" {
-			return p, perr("query", "has a value with no parameter name")
+			return nil, perr("query", "has a value with no parameter name")
 		}
 		if !allowed[kind][name] {
-			return p, perr(name, "is not a parameter here; see the API reference in the README")
+			return nil, perr(name, "is not a parameter here; see the API reference in the README")
 		}
 		if len(vs) > 1 {
-			return p, perr(name, "is given %d times; give it once", len(vs))
+			return nil, perr(name, "is given %d times; give it once", len(vs))
 		}
 		if !utf8.ValidString(vs[0]) {
-			return p, perr(name, "is not valid UTF-8")
+			return nil, perr(name, "is not valid UTF-8")
 		}
 	}
-	get := func(name string) (string, bool) {
-		vs, ok := vals[name]
-		if !ok {
-			return "", false
-		}
-		return vs[0], true
+	return rawParams(vals), nil
+}
+
+// get is the value of the parameter name, and whether it was given.
+func (v rawParams) get(name string) (string, bool) {
+	vs, ok := v[name]
+	if !ok {
+		return "", false
 	}
-	if kind == Events {
-		src, ok := get("source")
-		switch {
-		case !ok || src == "":
-			return p, perr("source", "is required")
-		case len(src) > cloudevent.MaxAttrBytes:
-			return p, perr("source", "is %d bytes; sources are at most %d", len(src), cloudevent.MaxAttrBytes)
-		}
-		p.Source = src
-		for _, f := range []struct {
-			name string
-			dst  *string
-		}{{"type", &p.Type}, {"subject", &p.Subject}} {
-			if v, ok := get(f.name); ok {
-				if v == "" {
-					return p, perr(f.name, "is empty; leave it out to match every %s", f.name)
-				}
-				*f.dst = v
+	return vs[0], true
+}
+
+// selection reads which events: source, the type and subject filters, and
+// consistent.
+func (v rawParams) selection(p *Params) error {
+	src, ok := v.get("source")
+	switch {
+	case !ok || src == "":
+		return perr("source", "is required")
+	case len(src) > cloudevent.MaxAttrBytes:
+		return perr("source", "is %d bytes; sources are at most %d", len(src), cloudevent.MaxAttrBytes)
+	}
+	p.Source = src
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"type", &p.Type}, {"subject", &p.Subject}} {
+		if s, ok := v.get(f.name); ok {
+			if s == "" {
+				return perr(f.name, "is empty; leave it out to match every %s", f.name)
 			}
-		}
-		if v, ok := get("consistent"); ok {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return p, perr("consistent", "is %q; want true or false", v)
-			}
-			p.Consistent = b
+			*f.dst = s
 		}
 	}
-	if v, ok := get("limit"); ok {
-		n, err := strconv.Atoi(v)
+	if s, ok := v.get("consistent"); ok {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return perr("consistent", "is %q; want true or false", s)
+		}
+		p.Consistent = b
+	}
+	return nil
+}
+
+// paging reads limit and order.
+func (v rawParams) paging(p *Params) error {
+	if s, ok := v.get("limit"); ok {
+		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxLimit {
-			return p, perr("limit", "is %q; want a whole number from 1 to %d", v, MaxLimit)
+			return perr("limit", "is %q; want a whole number from 1 to %d", s, MaxLimit)
 		}
 		p.Limit = n
 	}
-	if v, ok := get("order"); ok {
-		switch Order(v) {
+	if s, ok := v.get("order"); ok {
+		switch Order(s) {
 		case Asc, Desc:
-			p.Order = Order(v)
+			p.Order = Order(s)
 		default:
-			return p, perr("order", "is %q; want asc or desc", v)
+			return perr("order", "is %q; want asc or desc", s)
 		}
 	}
-	fromS, hasFrom := get("from")
-	toS, hasTo := get("to")
+	return nil
+}
+
+// timeRange reads from and to. A bound left out is the other less or plus
+// DefaultRange, or now.
+func (v rawParams) timeRange(p *Params, now time.Time) error {
+	fromS, hasFrom := v.get("from")
+	toS, hasTo := v.get("to")
 	p.explicitRange = hasFrom || hasTo
+	var err error
 	if hasFrom {
 		if p.From, err = parseTime("from", fromS); err != nil {
-			return p, err
+			return err
 		}
 	}
 	if hasTo {
 		if p.To, err = parseTime("to", toS); err != nil {
-			return p, err
+			return err
 		}
 	}
 	switch {
@@ -165,23 +207,37 @@ func ParseParams(kind Kind, rawQuery string, now time.Time, keys *Keys) (Params,
 		p.From = p.To.Add(-DefaultRange)
 	}
 	if !p.From.Before(p.To) {
-		return p, perr("from", "%s is not before to %s", p.From.Format(time.RFC3339Nano), p.To.Format(time.RFC3339Nano))
+		return perr("from", "%s is not before to %s", p.From.Format(time.RFC3339Nano), p.To.Format(time.RFC3339Nano))
 	}
 	if p.To.Sub(p.From) > MaxRange {
-		return p, perr("to", "the range from %s to %s is longer than 31 days; page through shorter ranges",
+		return perr("to", "the range from %s to %s is longer than 31 days; page through shorter ranges",
 			p.From.Format(time.RFC3339Nano), p.To.Format(time.RFC3339Nano))
 	}
-	if v, ok := get("cursor"); ok {
-		c, err := keys.Decode(v)
-		if err != nil {
-			return p, err
-		}
-		if err := c.bind(kind, &p); err != nil {
-			return p, err
-		}
-		p.Cursor = c
+	return nil
+}
+
+// cursor reads the cursor, checks that it belongs to the query, and takes
+// its range when the query left the range to the default. That range is
+// checked as the parameters' is: a cursor is signed, but a signature
+// proves only who made it, and an old or leaked key could sign any range.
+func (v rawParams) cursor(kind Kind, p *Params, keys *Keys) error {
+	s, ok := v.get("cursor")
+	if !ok {
+		return nil
 	}
-	return p, nil
+	c, err := keys.Decode(s)
+	if err != nil {
+		return err
+	}
+	if err := c.bind(kind, p); err != nil {
+		return err
+	}
+	if !p.From.Before(p.To) || p.To.Sub(p.From) > MaxRange {
+		return perr("cursor", "carries the range %s to %s, which is empty or longer than 31 days; start again without it",
+			p.From.Format(time.RFC3339Nano), p.To.Format(time.RFC3339Nano))
+	}
+	p.Cursor = c
+	return nil
 }
 
 func parseTime(name, s string) (time.Time, error) {

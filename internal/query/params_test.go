@@ -43,8 +43,10 @@ func FuzzParams(f *testing.F) {
 	k := NewKeys("", "t")
 	p := Params{Source: "s", Order: Desc, From: now.Add(-time.Hour), To: now}
 	good := k.Encode(next(Events, &p, now.Add(-time.Minute), "x"))
+	wide := Params{Source: "s", Order: Desc, From: time.Unix(0, 0).UTC(), To: now}
+	huge := k.Encode(next(Events, &wide, now.Add(-time.Minute), "x"))
 	for _, s := range []string{
-		"source=s", "source=s&limit=5&order=asc", "source=s&cursor=" + good, "source=s&cursor=AAAA",
+		"source=s", "source=s&limit=5&order=asc", "source=s&cursor=" + good, "source=s&cursor=AAAA", "source=s&cursor=" + huge,
 		"source=%ff", "source=s&from=2026-11-22T10:00:00Z&to=2026-11-22T09:00:00Z", "source=s&limit=-1",
 		"source=s&source=t", "%zz", "source=s&type=&subject=", "source=s&consistent=TRUE&bogus",
 	} {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -150,6 +151,46 @@ func TestForgedCursorStaysInItsSource(t *testing.T) {
 		k, err := bucketing.ParsePK(bucketing.Stream{Space: bucketing.Events, Source: src}.PK("2026-11-22", 0))
 		if err != nil || k.Source != src || k.Space != bucketing.Events {
 			t.Fatalf("%q: %+v %v", src, k, err)
+		}
+	}
+}
+
+// TestCursorRangeIsChecked: a validly signed cursor (replayed, or signed by
+// someone who holds the key) carrying a range far over 31 days is refused
+// with a 400 naming the cursor, on both routes, before anything is
+// allocated for the range.
+func TestCursorRangeIsChecked(t *testing.T) {
+	const secret = "test-cursor-key"
+	table := testdb.Table(t)
+	keys := NewKeys(secret, table)
+	h := NewHandler(Config{Table: table, CursorSecret: secret}, testdb.Client(t, testdb.Endpoint(t)), Options{Now: func() time.Time { return now }})
+	huge := Params{Source: "s", Order: Desc, From: time.Unix(0, 0).UTC(), To: time.Date(2262, 4, 1, 0, 0, 0, 0, time.UTC)}
+	inverted := Params{Source: "s", Order: Desc, From: now, To: now.Add(-time.Hour)}
+	for _, tc := range []struct {
+		route string
+		kind  Kind
+		p     Params
+		q     url.Values
+	}{
+		{EventsRoute, Events, huge, url.Values{"source": {"s"}}},
+		{EventsRoute, Events, huge, url.Values{"source": {"s"}, "consistent": {"true"}}},
+		{QuarantineRoute, Quarantine, Params{Order: Desc, From: huge.From, To: huge.To}, url.Values{}},
+		{EventsRoute, Events, inverted, url.Values{"source": {"s"}}},
+	} {
+		tc.q.Set("cursor", keys.Encode(next(tc.kind, &tc.p, tc.p.To.Add(-time.Hour), "x")))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		status, _, body := get(t, h, tc.route, tc.q)
+		runtime.ReadMemStats(&after)
+		var e struct{ Error string }
+		if status != 400 || json.Unmarshal([]byte(body), &e) != nil || !strings.HasPrefix(e.Error, "cursor: ") {
+			t.Errorf("%s %v: %d %.200s, want 400 naming the cursor", tc.route, tc.q, status, body)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 8<<20 {
+			t.Errorf("%s %v: %d bytes allocated", tc.route, tc.q, n)
+		}
+		if _, err := ParseParams(tc.kind, tc.q.Encode(), now, keys); err == nil {
+			t.Errorf("ParseParams(%v) accepted the cursor", tc.q)
 		}
 	}
 }

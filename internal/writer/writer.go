@@ -6,7 +6,6 @@ package writer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -15,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/shardline/shardline/internal/ddberr"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 )
@@ -207,7 +206,7 @@ func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchR
 				return r
 			}
 			err = fmt.Errorf("%d of %d items unprocessed", len(left), len(pending))
-		case isInvalid(err):
+		case ddberr.Classify(err) == ddberr.Invalid:
 			// One bad item fails the whole request: write them one by one
 			// to find it, and store the rest.
 			if len(pending) == 1 {
@@ -222,7 +221,11 @@ func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchR
 				r.wcu += one.wcu
 			}
 			return r
-		case isFatal(err):
+		case !ddberr.Retryable(err):
+			// Retrying within this invocation cannot help (the table is
+			// missing, access is refused, the context ended). The items
+			// are still reported Failed, so the caller's retry can succeed
+			// once that is fixed.
 			for _, k := range pending {
 				r.status[k], r.err[k] = Failed, fmt.Errorf("write to table %s: %w", w.Table, err)
 			}
@@ -275,29 +278,4 @@ func keyOf(attrs map[string]types.AttributeValue) [2]string {
 		return [2]string{}
 	}
 	return [2]string{pk.Value, sk.Value}
-}
-
-// isInvalid: DynamoDB refused the request's content.
-func isInvalid(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException"
-}
-
-// isFatal: retrying within this invocation cannot help (the table is
-// missing, access is denied, the context ended). The items are still
-// reported Failed, so the caller's retry can succeed once that is fixed.
-func isFatal(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return false // network errors and the like: retry
-	}
-	switch ae.ErrorCode() {
-	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-		"LimitExceededException", "InternalServerError", "ServiceUnavailable", "InternalFailure":
-		return false
-	}
-	return ae.ErrorFault() == smithy.FaultClient
 }

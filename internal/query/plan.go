@@ -1,0 +1,82 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shardline/shardline/internal/ddberr"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// Why a path serves a page, as the plan says it.
+const (
+	reasonConsistent = "consistent=true: strongly consistent reads come from the base table's shards"
+	reasonGSI        = "the GSI serves eventually consistent reads, one hour bucket at a time"
+	reasonFallback   = "the GSI could not serve (%s): read the base table's shards instead"
+	reasonQuarantine = "the quarantine is read from the base table's shards"
+)
+
+// Events reads one page of p.Source's events: from the GSI unless
+// p.Consistent, falling back to the base table when the GSI cannot serve.
+func (r *Reader) Events(ctx context.Context, p Params) (Page, error) {
+	r.init()
+	if p.Consistent {
+		return r.page(ctx, Events, &p, scatter{}, reasonConsistent)
+	}
+	pg, err := r.page(ctx, Events, &p, gsi{}, reasonGSI)
+	if err == nil || !ddberr.IndexUnavailable(err) {
+		return pg, err
+	}
+	fb, err := r.page(ctx, Events, &p, scatter{}, fmt.Sprintf(reasonFallback, ddberr.Code(err)))
+	fb.Plan.Requests += pg.Plan.Requests
+	fb.Plan.ConsumedRCU += pg.Plan.ConsumedRCU
+	return fb, err
+}
+
+// Quarantine reads one page of the quarantine, by time received.
+func (r *Reader) Quarantine(ctx context.Context, p Params) (Page, error) {
+	r.init()
+	return r.page(ctx, Quarantine, &p, scatter{}, reasonQuarantine)
+}
+
+// bounds is what a page of p reads: the part of the range after the
+// cursor, as a span of time and as sort-key bounds.
+type bounds struct {
+	from, to time.Time // the span: from inclusive, to exclusive
+	lo, hi   string    // sort key bounds, inclusive
+	skip     string    // the sort key of the cursor's event, already returned
+}
+
+// boundsOf is the whole range on a first page; after a cursor, the part
+// from the cursor's event on (asc) or back (desc). The cursor's event is
+// inside the key bounds, so that the page starts at it exactly whatever
+// else shares its time, and is skipped.
+func boundsOf(p *Params) bounds {
+	b := bounds{from: p.From, to: p.To, lo: bucketing.FormatTime(p.From)}
+	b.hi = bucketing.FormatTime(p.To.Add(-time.Nanosecond)) + "$" // above every key of the last instant
+	if c := p.Cursor; c != nil {
+		b.skip = bucketing.SortKey(c.Time, c.ID)
+		if p.Order == Asc {
+			b.lo, b.from = b.skip, c.Time
+		} else {
+			b.hi, b.to = b.skip, c.Time.Add(time.Nanosecond)
+		}
+	}
+	return b
+}
+
+// buckets lists the starts of the step-long buckets that overlap [from, to),
+// in the order o reads them.
+func buckets(from, to time.Time, step time.Duration, o Order) []time.Time {
+	var out []time.Time
+	for t := from.Truncate(step); t.Before(to); t = t.Add(step) {
+		out = append(out, t)
+	}
+	if o == Desc {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out
+}

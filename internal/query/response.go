@@ -1,0 +1,63 @@
+package query
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// EventsResponse is the body of a 200 answer to GET /v1/events.
+type EventsResponse struct {
+	Events     []json.RawMessage `json:"events"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+	Plan       Plan              `json:"plan"`
+}
+
+// Record is a quarantined record.
+type Record struct {
+	ReceivedAt string         `json:"received_at"`
+	Reason     string         `json:"reason"`
+	Raw        []byte         `json:"raw"`                 // base64 in JSON
+	RawSize    int            `json:"raw_size,omitempty"`  // bytes received, when long
+	Truncated  bool           `json:"truncated,omitempty"` // raw holds only the first bytes
+	Origin     map[string]any `json:"origin"`
+}
+
+// QuarantineResponse is the body of a 200 answer to GET /v1/quarantine.
+type QuarantineResponse struct {
+	Records    []Record `json:"records"`
+	NextCursor string   `json:"next_cursor,omitempty"`
+	Plan       Plan     `json:"plan"`
+}
+
+// record is the quarantine item it as the API returns it.
+func record(it map[string]types.AttributeValue) Record {
+	t, _, _ := bucketing.ParseSortKey(str(it[schema.SK]))
+	r := Record{ReceivedAt: t.Format(time.RFC3339Nano), Reason: str(it[schema.Reason]), Origin: map[string]any{}}
+	raw, whole, err := item.RawOf(it)
+	if err != nil {
+		r.Reason += " (stored bytes unreadable: " + err.Error() + ")"
+	}
+	r.Raw, r.Truncated = raw, !whole
+	if n, ok := it[schema.RawSize].(*types.AttributeValueMemberN); ok {
+		r.RawSize, _ = strconv.Atoi(n.Value)
+	}
+	if m, ok := it[schema.Origin].(*types.AttributeValueMemberM); ok {
+		for k, v := range m.Value {
+			switch v := v.(type) {
+			case *types.AttributeValueMemberS:
+				r.Origin[k] = v.Value
+			case *types.AttributeValueMemberN:
+				n, _ := strconv.Atoi(v.Value)
+				r.Origin[k] = n
+			}
+		}
+	}
+	return r
+}

@@ -1,0 +1,146 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/schema"
+)
+
+// segment is one bucket of the range (an hour on the GSI, a day on the
+// base table) and the partitions that hold it. Segments do not overlap and
+// are merged in order, so the page is their merged items end to end.
+type segment struct {
+	start time.Time
+	parts []*partition
+	err   error         // why it could not be opened; the page's error only if the page needs it
+	ready chan struct{} // closed once opened
+}
+
+// partition reads one partition key's items within the page's bounds, in
+// key order, one Query page at a time. It fetches its next page only when
+// its buffer is drained and the merge needs its head, the way guregu/dynamo's
+// queryIter.Next does: what a page reads is bounded by what it uses.
+type partition struct {
+	in   dynamodb.QueryInput
+	buf  []map[string]types.AttributeValue
+	done bool // the last page was read
+}
+
+// drained: nothing buffered, and more to read.
+func (pt *partition) drained() bool { return len(pt.buf) == 0 && !pt.done }
+
+// share is how many items to ask each of k partitions for when the page can
+// use n more. The shard hash spreads events evenly, so a partition holds
+// about n/k of the next n, give or take a binomial's standard deviation:
+// each is asked for three deviations over the mean, which one falls short
+// of about once in a thousand, and one more for the cursor's own event,
+// which the key condition includes. A partition that falls short is asked
+// again, lazily.
+func share(n, k int) int {
+	k = max(k, 1)
+	mean := float64(n) / float64(k)
+	sd := math.Sqrt(mean * (1 - 1/float64(k)))
+	return min(int(math.Ceil(mean+3*sd))+1, MaxLimit+2)
+}
+
+// open finds the segment's partitions and reads the first page of each,
+// asking each for its share of n items.
+func (rn *run) open(ctx context.Context, seg *segment, n int) {
+	defer close(seg.ready)
+	pks, err := rn.via.partitions(ctx, rn, seg.start)
+	if err != nil {
+		seg.err = err
+		return
+	}
+	for _, pk := range pks {
+		seg.parts = append(seg.parts, &partition{in: rn.input(pk)})
+	}
+	seg.err = rn.fetch(ctx, seg.parts, share(n, len(seg.parts)))
+}
+
+// input is the Query of partition pk within the page's bounds, with the
+// page's filters. User input travels in expression attribute values only.
+func (rn *run) input(pk string) dynamodb.QueryInput {
+	in := dynamodb.QueryInput{
+		TableName:                aws.String(rn.r.Table),
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
+		ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: pk},
+			":lo": &types.AttributeValueMemberS{Value: rn.b.lo},
+			":hi": &types.AttributeValueMemberS{Value: rn.b.hi},
+		},
+		ScanIndexForward:       aws.Bool(rn.p.Order == Asc),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	}
+	rn.via.adapt(&in)
+	var filters []string
+	for _, f := range []struct{ attr, val string }{{schema.Type, rn.p.Type}, {schema.Subject, rn.p.Subject}} {
+		if f.val == "" {
+			continue
+		}
+		n := "#" + f.attr
+		in.ExpressionAttributeNames[n] = f.attr
+		in.ExpressionAttributeValues[":"+f.attr] = &types.AttributeValueMemberS{Value: f.val}
+		filters = append(filters, n+" = :"+f.attr)
+	}
+	if len(filters) > 0 {
+		in.FilterExpression = aws.String(strings.Join(filters, " AND "))
+	}
+	return in
+}
+
+// fetch reads the next page of every drained partition, in parallel, each
+// of at most limit items.
+func (rn *run) fetch(ctx context.Context, parts []*partition, limit int) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(parts))
+	for i, pt := range parts {
+		if !pt.drained() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = rn.fetchOne(ctx, pt, limit)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (rn *run) fetchOne(ctx context.Context, pt *partition, limit int) error {
+	if err := rn.acquire(ctx); err != nil {
+		return err
+	}
+	defer rn.release()
+	in := pt.in
+	in.Limit = aws.Int32(int32(limit))
+	out, err := rn.r.Client.Query(ctx, &in)
+	if err != nil {
+		rn.count(1, 0)
+		return fmt.Errorf("query %s: %w", str(in.ExpressionAttributeValues[":pk"]), err)
+	}
+	var rcu float64
+	if out.ConsumedCapacity != nil {
+		rcu = aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
+	}
+	rn.count(1, rcu)
+	pt.buf = append(pt.buf, out.Items...)
+	if len(out.LastEvaluatedKey) == 0 {
+		pt.done = true
+	} else {
+		pt.in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	return nil
+}
