@@ -106,14 +106,18 @@ func ParseTime(name, s string) (time.Time, error) {
 	if err != nil {
 		return t, Errorf(name, "%q is neither an RFC 3339 time such as 2026-11-22T10:00:00Z nor epoch milliseconds such as 1795348800000", s)
 	}
-	if t.Year() < 1970 || t.Year() > 9999 {
+	if t.Year() < 1970 || t.Year() > maxYear {
 		return t, Errorf(name, "%s is out of range", s)
 	}
 	return t.UTC(), nil
 }
 
-// maxMillis is the last millisecond of the year 9999.
-var maxMillis = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC).UnixMilli()
+// maxYear is the last year a time may fall in: cursors carry times as Unix
+// nanoseconds, which end in 2262.
+const maxYear = 2261
+
+// maxMillis is the last millisecond of maxYear.
+var maxMillis = time.Date(maxYear, 12, 31, 23, 59, 59, 999e6, time.UTC).UnixMilli()
 
 // Range is a [From, To) time range; Explicit says whether the request gave
 // either end.

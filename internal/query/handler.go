@@ -97,6 +97,12 @@ func (h *Handler) serve(ctx context.Context, r apigw.Request) apigw.Response {
 	if refused != nil {
 		return *refused
 	}
+	switch kind {
+	case Counts:
+		return h.counts(ctx, r, start)
+	case Sources:
+		return h.sources(ctx, r, start)
+	}
 	p, err := ParseParams(kind, r.RawQuery, h.now(), h.keys)
 	if err != nil {
 		return apigw.Error(http.StatusBadRequest, "%s", err.Error())
@@ -125,8 +131,13 @@ func route(r apigw.Request) (Kind, *apigw.Response) {
 		kind = Events
 	case strings.HasSuffix(path, QuarantineRoute):
 		kind = Quarantine
+	case strings.HasSuffix(path, CountsRoute):
+		kind = Counts
+	case strings.HasSuffix(path, SourcesRoute):
+		kind = Sources
 	default:
-		resp := apigw.Error(http.StatusNotFound, "no route %s %s; the query API serves GET %s and GET %s", r.Method, path, EventsRoute, QuarantineRoute)
+		resp := apigw.Error(http.StatusNotFound, "no route %s %s; the query API serves GET %s, %s, %s and %s",
+			r.Method, path, EventsRoute, QuarantineRoute, CountsRoute, SourcesRoute)
 		return 0, &resp
 	}
 	if r.Method != http.MethodGet {

@@ -1,10 +1,9 @@
 package query
 
 import (
-	"fmt"
+	"github.com/shardline/shardline/internal/params"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -42,18 +41,11 @@ type Params struct {
 	explicitRange bool // from or to was given
 }
 
-// ParamError is a bad parameter, named.
-type ParamError struct {
-	Param   string
-	Problem string
-}
+// ParamError is a bad parameter, named: the same error every read route
+// answers with a 400.
+type ParamError = params.Error
 
-// Error reads "parameter: problem".
-func (e *ParamError) Error() string { return e.Param + ": " + e.Problem }
-
-func perr(param, format string, args ...any) error {
-	return &ParamError{Param: param, Problem: fmt.Sprintf(format, args...)}
-}
+func perr(param, format string, args ...any) error { return params.Errorf(param, format, args...) }
 
 // Kind is what a query reads: events of a source, or the quarantine.
 type Kind byte
@@ -240,17 +232,6 @@ func (v rawParams) cursor(kind Kind, p *Params, keys *Keys) error {
 	return nil
 }
 
-func parseTime(name, s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil && strings.Contains(s, " ") {
-		// An unencoded "+01:00" arrives as " 01:00": take it as meant.
-		t, err = time.Parse(time.RFC3339Nano, strings.ReplaceAll(s, " ", "+"))
-	}
-	if err != nil {
-		return t, perr(name, "%q is not an RFC 3339 time such as 2026-11-22T10:00:00Z", s)
-	}
-	if t.Year() < 1970 || t.Year() > 9999 {
-		return t, perr(name, "%s is out of range", s)
-	}
-	return t.UTC(), nil
-}
+// parseTime reads a time as RFC 3339 or epoch milliseconds, as every read
+// route does.
+func parseTime(name, s string) (time.Time, error) { return params.ParseTime(name, s) }

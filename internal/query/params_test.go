@@ -22,6 +22,17 @@ func TestParseParamsDefaults(t *testing.T) {
 	if _, err := ParseParams(Quarantine, "source=s", now, NewKeys("", "t")); err == nil {
 		t.Fatal("the quarantine took a source")
 	}
+	// Grafana's ${__from} and ${__to}: epoch milliseconds, on both routes
+	for _, kind := range []Kind{Events, Quarantine} {
+		q := "from=1795345200000&to=1795348800500"
+		if kind == Events {
+			q += "&source=s"
+		}
+		p, err = ParseParams(kind, q, now, NewKeys("", "t"))
+		if err != nil || !p.From.Equal(now.Add(-time.Hour)) || !p.To.Equal(now.Add(500*time.Millisecond)) {
+			t.Fatalf("epoch milliseconds: %+v %v", p, err)
+		}
+	}
 }
 
 func TestCursorRoundTrip(t *testing.T) {

@@ -1,0 +1,89 @@
+package query
+
+import (
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/shardline/shardline/internal/apigw"
+	"github.com/shardline/shardline/internal/catalog"
+	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/internal/deadline"
+	"github.com/shardline/shardline/internal/emf"
+)
+
+// Routes of the dashboards' read API, beside the events and the quarantine.
+const (
+	CountsRoute  = counts.Route
+	SourcesRoute = catalog.Route
+)
+
+// The kinds of the dashboards' routes.
+const (
+	Counts  Kind = 'C'
+	Sources Kind = 'S'
+)
+
+// counts answers GET /v1/counts from the counter items.
+func (h *Handler) counts(ctx context.Context, r apigw.Request, start time.Time) apigw.Response {
+	req, err := counts.ParseRequest(r.RawQuery, h.now())
+	if err != nil {
+		return apigw.Error(http.StatusBadRequest, "%s", err.Error())
+	}
+	ctx, cancel := deadline.Budget(ctx)
+	defer cancel()
+	resp, err := counts.Read(ctx, h.reader.Client, h.reader.Table, req)
+	h.reportRead(ctx, Counts, resp.Plan.Requests, resp.Plan.ConsumedRCU, err, start)
+	if err != nil {
+		return unavailable(err)
+	}
+	return apigw.JSON(http.StatusOK, resp)
+}
+
+// sources answers GET /v1/sources from the catalogue.
+func (h *Handler) sources(ctx context.Context, r apigw.Request, start time.Time) apigw.Response {
+	key := h.keys.derive("sources")
+	req, err := catalog.ParseRequest(r.RawQuery, h.now(), key)
+	if err != nil {
+		return apigw.Error(http.StatusBadRequest, "%s", err.Error())
+	}
+	ctx, cancel := deadline.Budget(ctx)
+	defer cancel()
+	resp, page, err := catalog.Serve(ctx, h.reader.Client, h.reader.Table, req, key)
+	h.reportRead(ctx, Sources, page.Requests, page.RCU, err, start)
+	if err != nil {
+		return unavailable(err)
+	}
+	return apigw.JSON(http.StatusOK, resp)
+}
+
+// reportRead logs a dashboard read and writes its metrics.
+func (h *Handler) reportRead(ctx context.Context, kind Kind, requests int, rcu float64, err error, start time.Time) {
+	attrs := []slog.Attr{
+		slog.String("kind", string(kind)),
+		slog.Int("requests", requests),
+		slog.Float64("rcu", rcu),
+		slog.Duration("duration", h.now().Sub(start)),
+	}
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelWarn
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	h.log.LogAttrs(ctx, level, "query", attrs...)
+	_ = h.metrics.Put(h.now(),
+		emf.Metric{Name: "ReadRequests", Value: float64(requests), Unit: "Count"},
+		emf.Metric{Name: "ConsumedRCU", Value: rcu, Unit: "Count"},
+	)
+}
+
+// derive is a key of its own for another kind of cursor, so that no
+// cursor of one route is ever valid on another.
+func (k *Keys) derive(purpose string) []byte {
+	h := sha256.New()
+	h.Write(k.key)
+	h.Write([]byte("\x00" + purpose))
+	return h.Sum(nil)
+}
