@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+
+	"github.com/shardline/shardline/internal/loglevel"
 )
 
 // Environment variables the query function reads, besides the AWS SDK's own.
@@ -39,10 +41,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Concurrency = n
 	}
-	if s := strings.TrimSpace(getenv(EnvLogLevel)); s != "" {
-		if err := c.LogLevel.UnmarshalText([]byte(s)); err != nil {
-			return c, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, s)
-		}
+	var err error
+	if c.LogLevel, err = loglevel.Parse(getenv(EnvLogLevel)); err != nil {
+		return c, fmt.Errorf("%s=%w", EnvLogLevel, err)
 	}
 	return c, nil
 }
