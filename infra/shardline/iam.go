@@ -1,0 +1,64 @@
+package shardline
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/shardline/shardline/internal/schema"
+)
+
+// grants gives each function least privilege. The ingest function writes
+// events and quarantined records (key spaces "E#" and "Q#") and reads and
+// writes the shard records ("M#") it needs to place them; nothing else. The
+// query function only reads: the table and its one index.
+func (pl *Pipeline) grants(p Props) {
+	tableArn := pl.Table.TableArn()
+	leading := func(prefixes ...string) *map[string]interface{} {
+		return &map[string]interface{}{
+			"ForAllValues:StringLike": map[string]interface{}{"dynamodb:LeadingKeys": prefixes},
+		}
+	}
+	pl.Ingest.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("WriteEventsAndQuarantine"),
+		Actions:    jsii.Strings("dynamodb:BatchWriteItem"),
+		Resources:  &[]*string{tableArn},
+		Conditions: leading("E#*", "Q#*"),
+	}))
+	pl.Ingest.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("ShardRecords"),
+		Actions:    jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem"),
+		Resources:  &[]*string{tableArn},
+		Conditions: leading("M#*"),
+	}))
+	indexArn := awscdk.Fn_Join(jsii.String(""), &[]*string{tableArn, jsii.String("/index/" + schema.GSIName)})
+	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("QueryEvents"),
+		Actions:   jsii.Strings("dynamodb:Query"),
+		Resources: &[]*string{tableArn, indexArn},
+	}))
+	if schema.Projection(p.GSIProjection) == schema.Lean {
+		// A lean GSI page fetches its events from the table.
+		pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("FetchEvents"),
+			Actions:    jsii.Strings("dynamodb:BatchGetItem"),
+			Resources:  &[]*string{tableArn},
+			Conditions: leading("E#*"),
+		}))
+	}
+	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("ReadShardRecords"),
+		Actions:    jsii.Strings("dynamodb:GetItem"),
+		Resources:  &[]*string{tableArn},
+		Conditions: leading("M#*"),
+	}))
+	for _, fn := range []awslambda.Function{pl.Ingest, pl.Query} {
+		cdknag.NagSuppressions_AddResourceSuppressions(fn.Role(), &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String("X-Ray's PutTraceSegments and PutTelemetryRecords (added by active tracing) do not support resource-level permissions; every other statement names its resource."),
+			AppliesTo: &[]interface{}{"Resource::*"},
+		}}, jsii.Bool(true))
+	}
+}
