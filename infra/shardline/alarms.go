@@ -22,7 +22,7 @@ func (pl *Pipeline) alarms(c constructs.Construct, p Props) {
 			Metric:             m,
 			Threshold:          jsii.Number(float64(threshold)),
 			EvaluationPeriods:  jsii.Number(1),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 			AlarmDescription:   jsii.String(what + " (see the README's alarm section for what to do)"),
 		})
@@ -49,16 +49,16 @@ func (pl *Pipeline) alarms(c constructs.Construct, p Props) {
 	iterAge := pl.Ingest.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{
 		Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Minutes(jsii.Number(1)),
 	})
-	alarm("IteratorAgeAlarm", "Ingest is falling behind the Kinesis stream", iterAge, p.IteratorAgeSeconds*1000)
-	alarm("IngestErrorsAlarm", "The ingest function failed invocations", sum(pl.Ingest.MetricErrors(nil)), p.FunctionErrors)
-	alarm("QueryErrorsAlarm", "The query function failed invocations", sum(pl.Query.MetricErrors(nil)), p.FunctionErrors)
-	alarm("IngestThrottlesAlarm", "Lambda throttled the ingest function", sum(pl.Ingest.MetricThrottles(nil)), p.Throttles)
-	alarm("QueryThrottlesAlarm", "Lambda throttled the query function", sum(pl.Query.MetricThrottles(nil)), p.Throttles)
-	alarm("TableWriteThrottlesAlarm", "DynamoDB throttled writes to the table: a hot partition", tableMetric("WriteThrottleEvents", ""), p.Throttles)
-	alarm("GSIWriteThrottlesAlarm", "DynamoDB throttled writes to the GSI: a hot GSI key", tableMetric("WriteThrottleEvents", schema.GSIName), p.Throttles)
+	alarm("IteratorAgeAlarm", "Ingest is falling behind the Kinesis stream", iterAge, *p.IteratorAgeSeconds*1000)
+	alarm("IngestErrorsAlarm", "The ingest function failed invocations", sum(pl.Ingest.MetricErrors(nil)), *p.FunctionErrors)
+	alarm("QueryErrorsAlarm", "The query function failed invocations", sum(pl.Query.MetricErrors(nil)), *p.FunctionErrors)
+	alarm("IngestThrottlesAlarm", "Lambda throttled the ingest function", sum(pl.Ingest.MetricThrottles(nil)), *p.Throttles)
+	alarm("QueryThrottlesAlarm", "Lambda throttled the query function", sum(pl.Query.MetricThrottles(nil)), *p.Throttles)
+	alarm("TableWriteThrottlesAlarm", "DynamoDB throttled writes to the table: a hot partition", tableMetric("WriteThrottleEvents", ""), *p.Throttles)
+	alarm("GSIWriteThrottlesAlarm", "DynamoDB throttled writes to the GSI: a hot GSI key", tableMetric("WriteThrottleEvents", schema.GSIName), *p.Throttles)
 	alarm("FailedBatchesAlarm", "Kinesis records gave up on and sent to the on-failure queue",
-		pl.FailedDLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: five}), 1)
-	alarm("Api5xxAlarm", "The API answered 5xx", sum(pl.API.MetricServerError(nil)), p.API5xx)
+		pl.FailedDLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: five}), 0)
+	alarm("Api5xxAlarm", "The API answered 5xx", sum(pl.API.MetricServerError(nil)), *p.API5xx)
 
 	pl.Dashboard = awscloudwatch.NewDashboard(c, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{})
 	var widgets []awscloudwatch.IWidget

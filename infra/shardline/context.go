@@ -35,62 +35,87 @@ const (
 
 // PropsFromContext reads Props from the construct tree's context, so users
 // change the configuration without editing code. Keys left unset keep
-// their defaults.
+// their defaults; an explicit 0 for an alarm threshold is kept.
 func PropsFromContext(node constructs.Node) (Props, error) {
 	var p Props
-	var err error
-	str := func(key string, dst *string) {
-		if v := node.TryGetContext(&key); v != nil {
-			*dst = fmt.Sprint(v)
-		}
+	r := contextReader{node: node}
+	r.str(CtxStreamARN, &p.StreamARN)
+	r.str(CtxStreamKeyARN, &p.StreamKeyARN)
+	r.str(CtxLogLevel, &p.LogLevel)
+	r.str(CtxAlarmTopicARN, &p.AlarmTopicARN)
+	r.str(CtxCodeDir, &p.CodeDir)
+	r.str(CtxGSIProjection, &p.GSIProjection)
+	r.num(CtxShards, &p.Shards)
+	r.num(CtxGSIShards, &p.GSIShards)
+	r.num(CtxQuarantineShards, &p.QuarantineShards)
+	r.num(CtxRetentionDays, &p.RetentionDays)
+	r.num(CtxMaxEventBytes, &p.MaxEventBytes)
+	r.num(CtxIngestMemoryMB, &p.IngestMemoryMB)
+	r.num(CtxQueryMemoryMB, &p.QueryMemoryMB)
+	r.opt(CtxIteratorAge, &p.IteratorAgeSeconds)
+	r.opt(CtxFunctionErrors, &p.FunctionErrors)
+	r.opt(CtxThrottles, &p.Throttles)
+	r.opt(CtxAPI5xx, &p.API5xx)
+	r.obj(CtxShardOverrides, &p.ShardOverrides)
+	r.obj(CtxGSIShardOverrides, &p.GSIShardOverrides)
+	return p, r.err
+}
+
+// contextReader reads context values into props, keeping the first error.
+type contextReader struct {
+	node constructs.Node
+	err  error
+}
+
+func (r *contextReader) get(key string) any {
+	if r.err != nil {
+		return nil
 	}
-	num := func(key string, dst *int) {
-		v := node.TryGetContext(&key)
-		if v == nil || err != nil {
-			return
-		}
-		n, e := strconv.Atoi(fmt.Sprint(v))
-		if e != nil {
-			err = fmt.Errorf("context %s=%v: want a whole number", key, v)
-			return
-		}
-		*dst = n
+	return r.node.TryGetContext(&key)
+}
+
+func (r *contextReader) str(key string, dst *string) {
+	if v := r.get(key); v != nil {
+		*dst = fmt.Sprint(v)
 	}
-	obj := func(key string, dst *map[string]int) {
-		v := node.TryGetContext(&key)
-		if v == nil || err != nil {
-			return
-		}
-		s, ok := v.(string)
-		if !ok { // given as a JSON object in cdk.json
-			b, _ := json.Marshal(v)
-			s = string(b)
-		}
-		m, e := bucketing.ParseOverrides(s)
-		if e != nil {
-			err = fmt.Errorf("context %s: %w", key, e)
-			return
-		}
-		*dst = m
+}
+
+func (r *contextReader) num(key string, dst *int) {
+	v := r.get(key)
+	if v == nil {
+		return
 	}
-	str(CtxStreamARN, &p.StreamARN)
-	str(CtxStreamKeyARN, &p.StreamKeyARN)
-	str(CtxLogLevel, &p.LogLevel)
-	str(CtxAlarmTopicARN, &p.AlarmTopicARN)
-	str(CtxCodeDir, &p.CodeDir)
-	str(CtxGSIProjection, &p.GSIProjection)
-	num(CtxShards, &p.Shards)
-	num(CtxGSIShards, &p.GSIShards)
-	num(CtxQuarantineShards, &p.QuarantineShards)
-	num(CtxRetentionDays, &p.RetentionDays)
-	num(CtxMaxEventBytes, &p.MaxEventBytes)
-	num(CtxIngestMemoryMB, &p.IngestMemoryMB)
-	num(CtxQueryMemoryMB, &p.QueryMemoryMB)
-	num(CtxIteratorAge, &p.IteratorAgeSeconds)
-	num(CtxFunctionErrors, &p.FunctionErrors)
-	num(CtxThrottles, &p.Throttles)
-	num(CtxAPI5xx, &p.API5xx)
-	obj(CtxShardOverrides, &p.ShardOverrides)
-	obj(CtxGSIShardOverrides, &p.GSIShardOverrides)
-	return p, err
+	n, err := strconv.Atoi(fmt.Sprint(v))
+	if err != nil {
+		r.err = fmt.Errorf("context %s=%v: want a whole number", key, v)
+		return
+	}
+	*dst = n
+}
+
+// opt reads a prop where 0 is a setting of its own.
+func (r *contextReader) opt(key string, dst **int) {
+	var n int
+	r.num(key, &n)
+	if r.get(key) != nil {
+		*dst = &n
+	}
+}
+
+func (r *contextReader) obj(key string, dst *map[string]int) {
+	v := r.get(key)
+	if v == nil {
+		return
+	}
+	s, ok := v.(string)
+	if !ok { // given as a JSON object in cdk.json
+		b, _ := json.Marshal(v)
+		s = string(b)
+	}
+	m, err := bucketing.ParseOverrides(s)
+	if err != nil {
+		r.err = fmt.Errorf("context %s: %w", key, err)
+		return
+	}
+	*dst = m
 }

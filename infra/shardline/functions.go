@@ -13,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/loglevel"
 	"github.com/shardline/shardline/internal/query"
 )
 
@@ -58,7 +59,7 @@ func (pl *Pipeline) functions(c constructs.Construct, p Props, stack awscdk.Stac
 		// useless across deployments.
 		query.EnvCursorSecret: *awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), stack.StackId(), nil)),
 		query.EnvConcurrency:  strconv.Itoa(p.QueryConcurrency),
-		query.EnvLogLevel:     p.LogLevel,
+		query.EnvLogLevel:     p.logLevel(),
 	})
 }
 
@@ -74,8 +75,15 @@ func (p Props) ingestEnv(table string) map[string]string {
 		ingest.EnvRetentionDays:    strconv.Itoa(p.RetentionDays),
 		ingest.EnvMaxEventBytes:    strconv.Itoa(p.MaxEventBytes),
 		ingest.EnvWriteConcurrency: strconv.Itoa(p.WriteConcurrency),
-		ingest.EnvLogLevel:         p.LogLevel,
+		ingest.EnvLogLevel:         p.logLevel(),
 	}
+}
+
+// logLevel is LogLevel as both functions' LOG_LEVEL, in its canonical
+// spelling.
+func (p Props) logLevel() string {
+	l, _ := loglevel.Parse(p.LogLevel) // validated
+	return loglevel.Name(l)
 }
 
 func overrides(m map[string]int) string {

@@ -26,10 +26,10 @@ func (pl *Pipeline) kinesis(c constructs.Construct, p Props) {
 	pl.Ingest.AddEventSource(awslambdaeventsources.NewKinesisEventSource(pl.Stream, &awslambdaeventsources.KinesisEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:               jsii.Number(float64(p.BatchSize)),
-		MaxBatchingWindow:       awscdk.Duration_Millis(jsii.Number(float64(p.BatchingWindow.Milliseconds()))),
+		MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(p.BatchingWindow.Seconds())),
 		BisectBatchOnError:      jsii.Bool(true),
 		ReportBatchItemFailures: jsii.Bool(true),
-		RetryAttempts:           jsii.Number(float64(p.RetryAttempts)),
+		RetryAttempts:           jsii.Number(float64(*p.RetryAttempts)),
 		MaxRecordAge:            awscdk.Duration_Seconds(jsii.Number(p.MaxRecordAge.Seconds())),
 		ParallelizationFactor:   jsii.Number(float64(p.ParallelizationFactor)),
 		OnFailure:               awslambdaeventsources.NewSqsDlq(pl.FailedDLQ),

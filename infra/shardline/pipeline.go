@@ -33,7 +33,8 @@ type Pipeline struct {
 }
 
 // NewPipeline adds a pipeline to scope. It panics on invalid props, as CDK
-// constructs do; use the props' documented ranges.
+// constructs do, with Props.Validate's error; call Validate first to get
+// the error instead.
 func NewPipeline(scope constructs.Construct, id string, props *Props) *Pipeline {
 	if props == nil {
 		props = &Props{}

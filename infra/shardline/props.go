@@ -10,8 +10,12 @@ import (
 	"github.com/shardline/shardline/internal/writer"
 )
 
-// Props configure a Pipeline. The zero value of every field means its
-// default, so &Props{} deploys the zero-config pipeline.
+// Props configure a Pipeline; &Props{} deploys the zero-config pipeline.
+//
+// A field whose zero cannot be a setting (no shards, no memory) takes its
+// default when zero. A field where 0 is a setting of its own (no retries, no
+// batching window, alarm on any error) is a pointer, nil for the default:
+// set it with Int or Duration, as CDK's own props take jsii.Number.
 type Props struct {
 	// CodeDir holds the function binaries as `make build` writes them:
 	// CodeDir/ingest/bootstrap and CodeDir/query/bootstrap. Default "bin".
@@ -51,21 +55,26 @@ type Props struct {
 
 	// IngestMemoryMB and QueryMemoryMB size the functions: 512 and 256.
 	IngestMemoryMB, QueryMemoryMB int
-	// IngestTimeout is the ingest function's timeout, 60 s; the query
-	// function's is 29 s, under API Gateway's 30.
+	// IngestTimeout is the ingest function's timeout, 60 s, in whole
+	// seconds; the query function's is 29 s, under API Gateway's 30.
 	IngestTimeout time.Duration
 	// LogRetentionDays keeps function and access logs, 30.
 	LogRetentionDays int
 
 	// BatchSize is the most Kinesis records per invocation, 500.
 	BatchSize int
-	// BatchingWindow is how long Lambda gathers records, 1 s.
-	BatchingWindow time.Duration
+	// BatchingWindow is how long Lambda gathers records before it invokes,
+	// in whole seconds up to 300; default 1 s. 0 invokes as soon as records
+	// arrive.
+	BatchingWindow *time.Duration
 	// ParallelizationFactor is concurrent batches per shard, 2.
 	ParallelizationFactor int
-	// RetryAttempts bounds retries of a failing batch, 10.
-	RetryAttempts int
-	// MaxRecordAge drops (to the on-failure queue) records older than this, 24 h.
+	// RetryAttempts bounds retries of a failing batch, up to 10000; default
+	// 10. 0 sends a failing batch to the on-failure queue at once (after
+	// bisection).
+	RetryAttempts *int
+	// MaxRecordAge drops (to the on-failure queue) records older than this,
+	// in whole seconds; 24 h.
 	MaxRecordAge time.Duration
 
 	// IngestRateLimit and IngestBurstLimit throttle POST /v1/events:
@@ -73,45 +82,38 @@ type Props struct {
 	// throttle the GET routes: 100/s, burst 200.
 	IngestRateLimit, IngestBurstLimit, QueryRateLimit, QueryBurstLimit int
 
-	// Alarm thresholds. IteratorAgeSeconds, 300; FunctionErrors per 5
-	// minutes, 1; Throttles per 5 minutes (function and table), 1; API 5xx
-	// per 5 minutes, 5.
-	IteratorAgeSeconds, FunctionErrors, Throttles, API5xx int
+	// Alarm thresholds: each alarm fires when its metric exceeds the
+	// threshold, so 0 alarms on the first occurrence. IteratorAgeSeconds,
+	// 300; FunctionErrors per 5 minutes, 0; Throttles per 5 minutes
+	// (function and table), 0; API5xx per 5 minutes, 4.
+	IteratorAgeSeconds, FunctionErrors, Throttles, API5xx *int
 	// AlarmTopicARN, when set, receives every alarm's state changes.
 	AlarmTopicARN string
 }
 
-// withDefaults fills the zero fields.
+// Int returns a pointer to n, for the Props fields where 0 is a setting.
+func Int(n int) *int { return &n }
+
+// Duration returns a pointer to d, for the Props fields where 0 is a setting.
+func Duration(d time.Duration) *time.Duration { return &d }
+
+// Defaults of the Props fields that are not the functions' own.
+const (
+	DefaultRetryAttempts      = 10
+	DefaultBatchingWindow     = time.Second
+	DefaultIteratorAgeSeconds = 300
+	DefaultFunctionErrors     = 0
+	DefaultThrottles          = 0
+	DefaultAPI5xx             = 4
+)
+
+// withDefaults fills the fields left unset.
 func (p Props) withDefaults() Props {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
+	p.defaultSizes()
+	p.defaultOptionals()
 	if p.CodeDir == "" {
 		p.CodeDir = "bin"
 	}
-	def(&p.Shards, ingest.DefaultShards)
-	def(&p.GSIShards, ingest.DefaultGSIShards)
-	def(&p.QuarantineShards, ingest.DefaultQuarantineShards)
-	def(&p.RetentionDays, ingest.DefaultRetentionDays)
-	def(&p.MaxEventBytes, cloudevent.DefaultMaxBytes)
-	def(&p.WriteConcurrency, writer.DefaultConcurrency)
-	def(&p.QueryConcurrency, query.DefaultConcurrency)
-	def(&p.IngestMemoryMB, 512)
-	def(&p.QueryMemoryMB, 256)
-	def(&p.LogRetentionDays, 30)
-	def(&p.BatchSize, 500)
-	def(&p.ParallelizationFactor, 2)
-	def(&p.RetryAttempts, 10)
-	def(&p.IngestRateLimit, 1000)
-	def(&p.IngestBurstLimit, 2000)
-	def(&p.QueryRateLimit, 100)
-	def(&p.QueryBurstLimit, 200)
-	def(&p.IteratorAgeSeconds, 300)
-	def(&p.FunctionErrors, 1)
-	def(&p.Throttles, 1)
-	def(&p.API5xx, 5)
 	if p.LogLevel == "" {
 		p.LogLevel = "info"
 	}
@@ -121,11 +123,46 @@ func (p Props) withDefaults() Props {
 	if p.IngestTimeout == 0 {
 		p.IngestTimeout = 60 * time.Second
 	}
-	if p.BatchingWindow == 0 {
-		p.BatchingWindow = time.Second
-	}
 	if p.MaxRecordAge == 0 {
 		p.MaxRecordAge = 24 * time.Hour
 	}
 	return p
+}
+
+// defaultSizes fills the whole-number fields whose zero means the default.
+func (p *Props) defaultSizes() {
+	for _, f := range []struct {
+		v *int
+		d int
+	}{
+		{&p.Shards, ingest.DefaultShards}, {&p.GSIShards, ingest.DefaultGSIShards},
+		{&p.QuarantineShards, ingest.DefaultQuarantineShards}, {&p.RetentionDays, ingest.DefaultRetentionDays},
+		{&p.MaxEventBytes, cloudevent.DefaultMaxBytes}, {&p.WriteConcurrency, writer.DefaultConcurrency},
+		{&p.QueryConcurrency, query.DefaultConcurrency}, {&p.IngestMemoryMB, 512}, {&p.QueryMemoryMB, 256},
+		{&p.LogRetentionDays, 30}, {&p.BatchSize, 500}, {&p.ParallelizationFactor, 2},
+		{&p.IngestRateLimit, 1000}, {&p.IngestBurstLimit, 2000}, {&p.QueryRateLimit, 100}, {&p.QueryBurstLimit, 200},
+	} {
+		if *f.v == 0 {
+			*f.v = f.d
+		}
+	}
+}
+
+// defaultOptionals fills the pointer fields left nil. It stores new
+// pointers, never writing through the caller's.
+func (p *Props) defaultOptionals() {
+	for _, f := range []struct {
+		v **int
+		d int
+	}{
+		{&p.RetryAttempts, DefaultRetryAttempts}, {&p.IteratorAgeSeconds, DefaultIteratorAgeSeconds},
+		{&p.FunctionErrors, DefaultFunctionErrors}, {&p.Throttles, DefaultThrottles}, {&p.API5xx, DefaultAPI5xx},
+	} {
+		if *f.v == nil {
+			*f.v = Int(f.d)
+		}
+	}
+	if p.BatchingWindow == nil {
+		p.BatchingWindow = Duration(DefaultBatchingWindow)
+	}
 }
