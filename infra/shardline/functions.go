@@ -50,16 +50,15 @@ func (pl *Pipeline) function(c constructs.Construct, p Props, name string, memor
 
 // functions declares the two functions, each with exactly the environment
 // its code reads.
-func (pl *Pipeline) functions(c constructs.Construct, p Props, stack awscdk.Stack) {
+func (pl *Pipeline) functions(c constructs.Construct, p Props) {
 	pl.Ingest = pl.function(c, p, "Ingest", p.IngestMemoryMB, awscdk.Duration_Seconds(jsii.Number(p.IngestTimeout.Seconds())), p.ingestEnv(*pl.Table.TableName()))
 	pl.Query = pl.function(c, p, "Query", p.QueryMemoryMB, awscdk.Duration_Seconds(jsii.Number(29)), map[string]string{
 		query.EnvTable: *pl.Table.TableName(),
-		// A per-deployment key: the stack's UUID. Cursors are bound to their
-		// query by construction; the key makes them tamper-evident and
-		// useless across deployments.
-		query.EnvCursorSecret: *awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), stack.StackId(), nil)),
-		query.EnvConcurrency:  strconv.Itoa(p.QueryConcurrency),
-		query.EnvLogLevel:     p.logLevel(),
+		// The key itself stays in Secrets Manager: the function reads it at
+		// cold start (see secret.go).
+		query.EnvCursorSecretARN: *pl.CursorSecret.SecretArn(),
+		query.EnvConcurrency:     strconv.Itoa(p.QueryConcurrency),
+		query.EnvLogLevel:        p.logLevel(),
 	})
 }
 

@@ -13,7 +13,8 @@ import (
 // grants gives each function least privilege. The ingest function writes
 // events and quarantined records (key spaces "E#" and "Q#") and reads and
 // writes the shard records ("M#") it needs to place them; nothing else. The
-// query function only reads: the table and its one index.
+// query function only reads: the table and its one index, and the cursor
+// secret.
 func (pl *Pipeline) grants(p Props) {
 	tableArn := pl.Table.TableArn()
 	leading := func(prefixes ...string) *map[string]interface{} {
@@ -53,6 +54,11 @@ func (pl *Pipeline) grants(p Props) {
 		Actions:    jsii.Strings("dynamodb:GetItem"),
 		Resources:  &[]*string{tableArn},
 		Conditions: leading("M#*"),
+	}))
+	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("ReadCursorSecret"),
+		Actions:   jsii.Strings("secretsmanager:GetSecretValue"),
+		Resources: &[]*string{pl.CursorSecret.SecretArn()},
 	}))
 	for _, fn := range []awslambda.Function{pl.Ingest, pl.Query} {
 		cdknag.NagSuppressions_AddResourceSuppressions(fn.Role(), &[]*cdknag.NagPackSuppression{{

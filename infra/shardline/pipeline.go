@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -28,8 +29,10 @@ type Pipeline struct {
 	Query     awslambda.Function
 	API       awsapigatewayv2.HttpApi
 	FailedDLQ awssqs.Queue
-	Alarms    []awscloudwatch.Alarm
-	Dashboard awscloudwatch.Dashboard
+	// CursorSecret is the key that signs the query API's cursors.
+	CursorSecret awssecretsmanager.Secret
+	Alarms       []awscloudwatch.Alarm
+	Dashboard    awscloudwatch.Dashboard
 }
 
 // NewPipeline adds a pipeline to scope. It panics on invalid props, as CDK
@@ -49,7 +52,8 @@ func NewPipeline(scope constructs.Construct, id string, props *Props) *Pipeline 
 
 	pl.table(c, p)
 	pl.stream(c, p)
-	pl.functions(c, p, stack)
+	pl.cursorSecret(c)
+	pl.functions(c, p)
 	pl.grants(p)
 	pl.kinesis(c, p)
 	pl.api(c, p)
