@@ -22,12 +22,22 @@ func (pl *Pipeline) grants(p Props) {
 			"ForAllValues:StringLike": map[string]interface{}{"dynamodb:LeadingKeys": prefixes},
 		}
 	}
+	// IAM authorizes a BatchWriteItem as one action whether its requests
+	// put or delete, and no DynamoDB condition key tells them apart
+	// (dynamodb:EnclosingOperation covers only the transaction APIs), so
+	// this grant also lets the role delete events and quarantined records.
+	// Denying that would mean writing one PutItem per event (25 times the
+	// requests) or TransactWriteItems (twice the write units), and protect
+	// little: a PutRequest can overwrite any of these items anyway. What
+	// guards the data from this role is the key-space limit, point-in-time
+	// recovery and deletion protection (docs/threat-model.md).
 	pl.Ingest.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("WriteEventsAndQuarantine"),
 		Actions:    jsii.Strings("dynamodb:BatchWriteItem"),
 		Resources:  &[]*string{tableArn},
 		Conditions: leading("E#*", "Q#*"),
 	}))
+	// PutItem may overwrite a shard record but not delete one.
 	pl.Ingest.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("ShardRecords"),
 		Actions:    jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem"),
