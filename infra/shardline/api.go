@@ -41,6 +41,12 @@ func (pl *Pipeline) api(c constructs.Construct, p Props) {
 			Authorizer:  iam,
 		})
 	}
+	pl.stage(c, p)
+}
+
+// stage is the API's one stage: throttled per route (RouteSettings), with
+// JSON access logs.
+func (pl *Pipeline) stage(c constructs.Construct, p Props) {
 	access := awslogs.NewLogGroup(c, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
 		Retention:     retention(p.LogRetentionDays),
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,

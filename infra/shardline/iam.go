@@ -16,12 +16,25 @@ import (
 // query function only reads: the table and its one index, and the cursor
 // secret.
 func (pl *Pipeline) grants(p Props) {
-	tableArn := pl.Table.TableArn()
-	leading := func(prefixes ...string) *map[string]interface{} {
-		return &map[string]interface{}{
-			"ForAllValues:StringLike": map[string]interface{}{"dynamodb:LeadingKeys": prefixes},
-		}
+	pl.ingestGrants()
+	pl.queryGrants(p)
+	for _, fn := range []awslambda.Function{pl.Ingest, pl.Query} {
+		cdknag.NagSuppressions_AddResourceSuppressions(fn.Role(), &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String("X-Ray's PutTraceSegments and PutTelemetryRecords (added by active tracing) do not support resource-level permissions; every other statement names its resource."),
+			AppliesTo: &[]interface{}{"Resource::*"},
+		}}, jsii.Bool(true))
 	}
+}
+
+// leadingKeys limits a statement to partition keys that match prefixes.
+func leadingKeys(prefixes ...string) *map[string]interface{} {
+	return &map[string]interface{}{
+		"ForAllValues:StringLike": map[string]interface{}{"dynamodb:LeadingKeys": prefixes},
+	}
+}
+
+func (pl *Pipeline) ingestGrants() {
 	// IAM authorizes a BatchWriteItem as one action whether its requests
 	// put or delete, and no DynamoDB condition key tells them apart
 	// (dynamodb:EnclosingOperation covers only the transaction APIs), so
@@ -34,16 +47,20 @@ func (pl *Pipeline) grants(p Props) {
 	pl.Ingest.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("WriteEventsAndQuarantine"),
 		Actions:    jsii.Strings("dynamodb:BatchWriteItem"),
-		Resources:  &[]*string{tableArn},
-		Conditions: leading("E#*", "Q#*"),
+		Resources:  &[]*string{pl.Table.TableArn()},
+		Conditions: leadingKeys("E#*", "Q#*"),
 	}))
 	// PutItem may overwrite a shard record but not delete one.
 	pl.Ingest.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("ShardRecords"),
 		Actions:    jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem"),
-		Resources:  &[]*string{tableArn},
-		Conditions: leading("M#*"),
+		Resources:  &[]*string{pl.Table.TableArn()},
+		Conditions: leadingKeys("M#*"),
 	}))
+}
+
+func (pl *Pipeline) queryGrants(p Props) {
+	tableArn := pl.Table.TableArn()
 	indexArn := awscdk.Fn_Join(jsii.String(""), &[]*string{tableArn, jsii.String("/index/" + schema.GSIName)})
 	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("QueryEvents"),
@@ -56,25 +73,18 @@ func (pl *Pipeline) grants(p Props) {
 			Sid:        jsii.String("FetchEvents"),
 			Actions:    jsii.Strings("dynamodb:BatchGetItem"),
 			Resources:  &[]*string{tableArn},
-			Conditions: leading("E#*"),
+			Conditions: leadingKeys("E#*"),
 		}))
 	}
 	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("ReadShardRecords"),
 		Actions:    jsii.Strings("dynamodb:GetItem"),
 		Resources:  &[]*string{tableArn},
-		Conditions: leading("M#*"),
+		Conditions: leadingKeys("M#*"),
 	}))
 	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("ReadCursorSecret"),
 		Actions:   jsii.Strings("secretsmanager:GetSecretValue"),
 		Resources: &[]*string{pl.CursorSecret.SecretArn()},
 	}))
-	for _, fn := range []awslambda.Function{pl.Ingest, pl.Query} {
-		cdknag.NagSuppressions_AddResourceSuppressions(fn.Role(), &[]*cdknag.NagPackSuppression{{
-			Id:        jsii.String("AwsSolutions-IAM5"),
-			Reason:    jsii.String("X-Ray's PutTraceSegments and PutTelemetryRecords (added by active tracing) do not support resource-level permissions; every other statement names its resource."),
-			AppliesTo: &[]interface{}{"Resource::*"},
-		}}, jsii.Bool(true))
-	}
 }
