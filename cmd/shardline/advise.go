@@ -10,18 +10,8 @@ import (
 	"github.com/shardline/shardline/internal/heatsim"
 )
 
-// advise prints shard and GSI shard counts for a source and checks them
-// with the partition simulator.
-func advise(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("shardline advise", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	peak := fs.Float64("peak", 0, "peak events per second of the source (required)")
-	kb := fs.Float64("kb", 1, "average item size in KB")
-	gsiKB := fs.Float64("gsi-kb", 0, "average GSI item size in KB (default: -kb; the GSI projects the event)")
-	page := fs.Int("page", 100, "events a dashboard page shows")
-	window := fs.Duration("window", 24*time.Hour, "the dashboard's time range")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: shardline advise -peak N [-kb K] [-gsi-kb G] [-page P] [-window W]
+// adviseHelp is what "shardline advise -h" prints before the flags.
+const adviseHelp = `usage: shardline advise -peak N [-kb K] [-gsi-kb G] [-page P] [-window W]
 
 Prints the shard counts to configure for a source writing N events a second
 (SHARDS_OVERRIDES and GSI_SHARDS_OVERRIDES), from the seed articles' formula
@@ -35,7 +25,20 @@ examples:
                                          a lean GSI, bigger pages, shorter range
 
 flags:
-`)
+`
+
+// advise prints shard and GSI shard counts for a source and checks them
+// with the partition simulator.
+func advise(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("shardline advise", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	peak := fs.Float64("peak", 0, "peak events per second of the source (required)")
+	kb := fs.Float64("kb", 1, "average item size in KB")
+	gsiKB := fs.Float64("gsi-kb", 0, "average GSI item size in KB (default: -kb; the GSI projects the event)")
+	page := fs.Int("page", 100, "events a dashboard page shows")
+	window := fs.Duration("window", 24*time.Hour, "the dashboard's time range")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, adviseHelp)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

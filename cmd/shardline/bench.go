@@ -13,17 +13,8 @@ import (
 	"github.com/shardline/shardline/internal/benchrun"
 )
 
-// bench measures shardline against the naive design (make bench).
-func bench(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("shardline bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o := benchrun.Options{Out: stdout}
-	fs.StringVar(&o.ResultsDir, "out", "bench/results", "directory for results.json and results.md (empty: print only)")
-	fs.DurationVar(&o.Latency, "latency", 5*time.Millisecond, "the stub endpoint's latency per request")
-	fs.IntVar(&o.Events, "events", 10000, "records in shardline's Kinesis batch")
-	fs.IntVar(&o.NaiveCap, "naive-events", 1000, "events the naive sequential path writes")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: shardline bench [flags]
+// benchHelp is what "shardline bench -h" prints before the flags.
+const benchHelp = `usage: shardline bench [flags]
 
 Runs, side by side: shardline's ingest handler on a 10,000-record Kinesis
 batch and the seed articles' write path (one PutItem per event, sequential,
@@ -37,7 +28,19 @@ examples:
   shardline bench -events 2000 -out ''   a quick run, printed only
 
 flags:
-`)
+`
+
+// bench measures shardline against the naive design (make bench).
+func bench(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("shardline bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := benchrun.Options{Out: stdout}
+	fs.StringVar(&o.ResultsDir, "out", "bench/results", "directory for results.json and results.md (empty: print only)")
+	fs.DurationVar(&o.Latency, "latency", 5*time.Millisecond, "the stub endpoint's latency per request")
+	fs.IntVar(&o.Events, "events", 10000, "records in shardline's Kinesis batch")
+	fs.IntVar(&o.NaiveCap, "naive-events", 1000, "events the naive sequential path writes")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchHelp)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

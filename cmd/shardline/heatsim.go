@@ -11,6 +11,23 @@ import (
 	"github.com/shardline/shardline/internal/heatsim"
 )
 
+// heatHelp is what "shardline heatsim -h" prints before the flags.
+const heatHelp = `usage: shardline heatsim [flags]
+
+Replays a workload against a model of DynamoDB's partitions (docs/heatsim.md)
+under the seed articles' key designs and shardline's, with shardline's shard
+counts advised for the busiest source, and prints per design the hottest
+partition's load as a fraction of its ceiling, the writes throttled, those
+throttled by GSI back-pressure, and the queries a "newest 100 of 24 h" page
+costs.
+
+examples:
+  shardline heatsim -duration 2m         one source at 50,000 events/s
+  shardline heatsim -rate 80000 -sources 200 -burst 3 -json
+
+flags:
+`
+
 // heat simulates partition heat under the seed articles' key designs and
 // shardline's.
 func heat(args []string, stdout, stderr io.Writer) error {
@@ -27,21 +44,7 @@ func heat(args []string, stdout, stderr io.Writer) error {
 	stored := fs.Float64("stored-gb", 0, "data the table already holds, GB (sets the partition count's floor at 10 GB each)")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: shardline heatsim [flags]
-
-Replays a workload against a model of DynamoDB's partitions (docs/heatsim.md)
-under the seed articles' key designs and shardline's, with shardline's shard
-counts advised for the busiest source, and prints per design the hottest
-partition's load as a fraction of its ceiling, the writes throttled, those
-throttled by GSI back-pressure, and the queries a "newest 100 of 24 h" page
-costs.
-
-examples:
-  shardline heatsim -duration 2m         one source at 50,000 events/s
-  shardline heatsim -rate 80000 -sources 200 -burst 3 -json
-
-flags:
-`)
+		fmt.Fprint(stderr, heatHelp)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -66,6 +69,11 @@ flags:
 		return nil
 	}
 	fmt.Fprintf(stdout, "%d source(s), %.0f events/s, %.1f KB items, %v simulated\n\n", *sources, *total, *kb, *dur)
+	return printDesigns(stdout, rs)
+}
+
+// printDesigns prints one row per key design.
+func printDesigns(stdout io.Writer, rs []heatsim.Result) error {
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "design\thottest partition\tthrottled\tGSI back-pressure\thottest GSI partition\treads/page\t")
 	for _, r := range rs {

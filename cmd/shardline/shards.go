@@ -8,14 +8,8 @@ import (
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
-// shards prints the base-table shard count for a peak write rate.
-func shards(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("shardline shards", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	peak := fs.Float64("peak", 0, "peak events per second of one source (required)")
-	kb := fs.Float64("kb", 1, "average item size in KB")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: shardline shards -peak N [-kb K]
+// shardsHelp is what "shardline shards -h" prints before the flags.
+const shardsHelp = `usage: shardline shards -peak N [-kb K]
 
 Prints the base-table shard count for a source writing N events per second of
 K KB each: ceil(N x ceil(K) / (1000 x 0.7)), the seed articles' formula with
@@ -28,7 +22,16 @@ examples:
   shardline shards -peak 500             prints 1: the default of 4 is plenty
 
 flags:
-`)
+`
+
+// shards prints the base-table shard count for a peak write rate.
+func shards(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("shardline shards", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	peak := fs.Float64("peak", 0, "peak events per second of one source (required)")
+	kb := fs.Float64("kb", 1, "average item size in KB")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, shardsHelp)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
