@@ -23,6 +23,9 @@ func main() {
 		name = fmt.Sprint(v)
 	}
 	props, err := shardline.PropsFromContext(app.Node())
+	if err == nil {
+		err = props.Validate()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "shardline:", err)
 		os.Exit(1)

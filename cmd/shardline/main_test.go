@@ -27,12 +27,35 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"heatsim", "-duration", "2m"}, 0, "shardline, 72 shards, 72 GSI shards", ""},
 		{[]string{"heatsim", "-rate", "-1"}, 1, "", "must be positive"},
 		{[]string{"bench", "-events", "0"}, 1, "", "must be positive"},
+		{[]string{"help", "bogus"}, 2, "", "unknown command"},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
 		code := run(c.args, &out, &errb)
 		if code != c.code || !strings.Contains(out.String(), c.out) || !strings.Contains(errb.String(), c.err) {
 			t.Errorf("shardline %v: code %d, out %q, err %q", c.args, code, out.String(), errb.String())
+		}
+	}
+}
+
+// TestEveryCommandHasHelp: each command, asked with -h, --help or "help
+// <command>", says what it does, shows examples and lists its flags, and
+// the usage lists every command.
+func TestEveryCommandHasHelp(t *testing.T) {
+	var top bytes.Buffer
+	run([]string{"--help"}, &top, &top)
+	for _, c := range commands {
+		if !strings.Contains(top.String(), "shardline "+c.name+" ") || !strings.Contains(top.String(), c.summary) {
+			t.Errorf("the usage does not list %s: %q", c.name, top.String())
+		}
+		for _, args := range [][]string{{c.name, "-h"}, {c.name, "--help"}, {"help", c.name}} {
+			var out, errb bytes.Buffer
+			code := run(args, &out, &errb)
+			help := errb.String()
+			if code != 0 || out.Len() != 0 || !strings.HasPrefix(help, "usage: shardline "+c.name) ||
+				!strings.Contains(help, "\nexamples:\n  shardline "+c.name) || !strings.Contains(help, "\nflags:\n  -") {
+				t.Errorf("shardline %v: code %d, out %q, help %q", args, code, out.String(), help)
+			}
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 func main() {
 	cfg, err := ingest.ConfigFromEnv(os.Getenv)
-	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.Level()}))
+	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	if err != nil {
 		log.Error("configuration", slog.String("error", err.Error()))
 		os.Exit(1)

@@ -1,15 +1,19 @@
 // Command query is shardline's query Lambda function, behind GET /v1/events
 // and GET /v1/quarantine. All logic lives in internal/query; this file wires
-// configuration from the environment (see query.EnvVars) and starts the
-// Lambda runtime.
+// configuration from the environment (see query.EnvVars), reads the cursor
+// key from Secrets Manager once per container, and starts the Lambda
+// runtime.
 package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/emf"
@@ -17,13 +21,22 @@ import (
 )
 
 func main() {
+	ctx := context.Background()
 	cfg, err := query.ConfigFromEnv(os.Getenv)
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if err == nil {
+		err = loadCursorSecret(ctx, &cfg)
+	}
 	if err != nil {
 		log.Error("configuration", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	client, err := ddbclient.New(context.Background(), cfg.Concurrency)
+	level := slog.LevelInfo
+	if cfg.CursorSecretARN == "" {
+		level = slog.LevelWarn
+	}
+	log.Log(ctx, level, "cursor key", slog.String("from", cfg.CursorKeyOrigin()))
+	client, err := ddbclient.New(ctx, cfg.Concurrency)
 	if err != nil {
 		log.Error("DynamoDB client", slog.String("error", err.Error()))
 		os.Exit(1)
@@ -33,4 +46,17 @@ func main() {
 		Metrics: emf.New(os.Stdout, map[string]string{"Function": "query"}),
 	})
 	lambda.Start(h.Invoke)
+}
+
+// loadCursorSecret reads the cursor key from the secret CURSOR_SECRET_ARN
+// names, when it names one.
+func loadCursorSecret(ctx context.Context, cfg *query.Config) error {
+	if cfg.CursorSecretARN == "" {
+		return nil
+	}
+	aws, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("AWS configuration: %w", err)
+	}
+	return cfg.LoadCursorSecret(ctx, secretsmanager.NewFromConfig(aws))
 }

@@ -1,23 +1,21 @@
 package shardline
 
 import (
-	"encoding/json"
-	"fmt"
-	"strconv"
 	"time"
-
-	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/writer"
-	"github.com/shardline/shardline/pkg/bucketing"
 )
 
-// Props configure a Pipeline. The zero value of every field means its
-// default, so &Props{} deploys the zero-config pipeline.
+// Props configure a Pipeline; &Props{} deploys the zero-config pipeline.
+//
+// A field whose zero cannot be a setting (no shards, no memory) takes its
+// default when zero. A field where 0 is a setting of its own (no retries, no
+// batching window, alarm on any error) is a pointer, nil for the default:
+// set it with Int or Duration, as CDK's own props take jsii.Number.
 type Props struct {
 	// CodeDir holds the function binaries as `make build` writes them:
 	// CodeDir/ingest/bootstrap and CodeDir/query/bootstrap. Default "bin".
@@ -57,21 +55,26 @@ type Props struct {
 
 	// IngestMemoryMB and QueryMemoryMB size the functions: 512 and 256.
 	IngestMemoryMB, QueryMemoryMB int
-	// IngestTimeout is the ingest function's timeout, 60 s; the query
-	// function's is 29 s, under API Gateway's 30.
+	// IngestTimeout is the ingest function's timeout, 60 s, in whole
+	// seconds; the query function's is 29 s, under API Gateway's 30.
 	IngestTimeout time.Duration
 	// LogRetentionDays keeps function and access logs, 30.
 	LogRetentionDays int
 
 	// BatchSize is the most Kinesis records per invocation, 500.
 	BatchSize int
-	// BatchingWindow is how long Lambda gathers records, 1 s.
-	BatchingWindow time.Duration
+	// BatchingWindow is how long Lambda gathers records before it invokes,
+	// in whole seconds up to 300; default 1 s. 0 invokes as soon as records
+	// arrive.
+	BatchingWindow *time.Duration
 	// ParallelizationFactor is concurrent batches per shard, 2.
 	ParallelizationFactor int
-	// RetryAttempts bounds retries of a failing batch, 10.
-	RetryAttempts int
-	// MaxRecordAge drops (to the on-failure queue) records older than this, 24 h.
+	// RetryAttempts bounds retries of a failing batch, up to 10000; default
+	// 10. 0 sends a failing batch to the on-failure queue at once (after
+	// bisection).
+	RetryAttempts *int
+	// MaxRecordAge drops (to the on-failure queue) records older than this,
+	// in whole seconds; 24 h.
 	MaxRecordAge time.Duration
 
 	// IngestRateLimit and IngestBurstLimit throttle POST /v1/events:
@@ -79,45 +82,38 @@ type Props struct {
 	// throttle the GET routes: 100/s, burst 200.
 	IngestRateLimit, IngestBurstLimit, QueryRateLimit, QueryBurstLimit int
 
-	// Alarm thresholds. IteratorAgeSeconds, 300; FunctionErrors per 5
-	// minutes, 1; Throttles per 5 minutes (function and table), 1; API 5xx
-	// per 5 minutes, 5.
-	IteratorAgeSeconds, FunctionErrors, Throttles, API5xx int
+	// Alarm thresholds: each alarm fires when its metric exceeds the
+	// threshold, so 0 alarms on the first occurrence. IteratorAgeSeconds,
+	// 300; FunctionErrors per 5 minutes, 0; Throttles per 5 minutes
+	// (function and table), 0; API5xx per 5 minutes, 4.
+	IteratorAgeSeconds, FunctionErrors, Throttles, API5xx *int
 	// AlarmTopicARN, when set, receives every alarm's state changes.
 	AlarmTopicARN string
 }
 
-// withDefaults fills the zero fields.
+// Int returns a pointer to n, for the Props fields where 0 is a setting.
+func Int(n int) *int { return &n }
+
+// Duration returns a pointer to d, for the Props fields where 0 is a setting.
+func Duration(d time.Duration) *time.Duration { return &d }
+
+// Defaults of the Props fields that are not the functions' own.
+const (
+	DefaultRetryAttempts      = 10
+	DefaultBatchingWindow     = time.Second
+	DefaultIteratorAgeSeconds = 300
+	DefaultFunctionErrors     = 0
+	DefaultThrottles          = 0
+	DefaultAPI5xx             = 4
+)
+
+// withDefaults fills the fields left unset.
 func (p Props) withDefaults() Props {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
+	p.defaultSizes()
+	p.defaultOptionals()
 	if p.CodeDir == "" {
 		p.CodeDir = "bin"
 	}
-	def(&p.Shards, ingest.DefaultShards)
-	def(&p.GSIShards, ingest.DefaultGSIShards)
-	def(&p.QuarantineShards, ingest.DefaultQuarantineShards)
-	def(&p.RetentionDays, ingest.DefaultRetentionDays)
-	def(&p.MaxEventBytes, cloudevent.DefaultMaxBytes)
-	def(&p.WriteConcurrency, writer.DefaultConcurrency)
-	def(&p.QueryConcurrency, query.DefaultConcurrency)
-	def(&p.IngestMemoryMB, 512)
-	def(&p.QueryMemoryMB, 256)
-	def(&p.LogRetentionDays, 30)
-	def(&p.BatchSize, 500)
-	def(&p.ParallelizationFactor, 2)
-	def(&p.RetryAttempts, 10)
-	def(&p.IngestRateLimit, 1000)
-	def(&p.IngestBurstLimit, 2000)
-	def(&p.QueryRateLimit, 100)
-	def(&p.QueryBurstLimit, 200)
-	def(&p.IteratorAgeSeconds, 300)
-	def(&p.FunctionErrors, 1)
-	def(&p.Throttles, 1)
-	def(&p.API5xx, 5)
 	if p.LogLevel == "" {
 		p.LogLevel = "info"
 	}
@@ -127,147 +123,46 @@ func (p Props) withDefaults() Props {
 	if p.IngestTimeout == 0 {
 		p.IngestTimeout = 60 * time.Second
 	}
-	if p.BatchingWindow == 0 {
-		p.BatchingWindow = time.Second
-	}
 	if p.MaxRecordAge == 0 {
 		p.MaxRecordAge = 24 * time.Hour
 	}
 	return p
 }
 
-// validate checks the props with the functions' own rules, so a bad value
-// fails at synth rather than at the first invocation.
-func (p Props) validate() error {
-	env := p.ingestEnv("table")
-	if _, err := ingest.ConfigFromEnv(func(k string) string { return env[k] }); err != nil {
-		return fmt.Errorf("shardline props: %w", err)
-	}
-	if _, err := schema.ParseProjection(p.GSIProjection); err != nil {
-		return fmt.Errorf("shardline props: %w", err)
-	}
-	switch {
-	case p.BatchSize < 1 || p.BatchSize > 10000:
-		return fmt.Errorf("shardline props: BatchSize %d is outside [1, 10000]", p.BatchSize)
-	case p.ParallelizationFactor < 1 || p.ParallelizationFactor > 10:
-		return fmt.Errorf("shardline props: ParallelizationFactor %d is outside [1, 10]", p.ParallelizationFactor)
-	case p.RetryAttempts < 0 || p.RetryAttempts > 10000:
-		return fmt.Errorf("shardline props: RetryAttempts %d is outside [0, 10000]", p.RetryAttempts)
-	case p.MaxRecordAge < time.Minute || p.MaxRecordAge > 7*24*time.Hour:
-		return fmt.Errorf("shardline props: MaxRecordAge %v is outside [1m, 168h]", p.MaxRecordAge)
-	case p.BatchingWindow < 0 || p.BatchingWindow > 300*time.Second:
-		return fmt.Errorf("shardline props: BatchingWindow %v is outside [0, 300s]", p.BatchingWindow)
-	case p.IngestTimeout < 10*time.Second || p.IngestTimeout > 15*time.Minute:
-		return fmt.Errorf("shardline props: IngestTimeout %v is outside [10s, 15m]", p.IngestTimeout)
-	}
-	return nil
-}
-
-// ingestEnv is the ingest function's environment: every variable it reads.
-func (p Props) ingestEnv(table string) map[string]string {
-	return map[string]string{
-		ingest.EnvTable:            table,
-		ingest.EnvShards:           strconv.Itoa(p.Shards),
-		ingest.EnvShardOverrides:   overrides(p.ShardOverrides),
-		ingest.EnvGSIShards:        strconv.Itoa(p.GSIShards),
-		ingest.EnvGSIOverrides:     overrides(p.GSIShardOverrides),
-		ingest.EnvQuarantineShards: strconv.Itoa(p.QuarantineShards),
-		ingest.EnvRetentionDays:    strconv.Itoa(p.RetentionDays),
-		ingest.EnvMaxEventBytes:    strconv.Itoa(p.MaxEventBytes),
-		ingest.EnvWriteConcurrency: strconv.Itoa(p.WriteConcurrency),
-		ingest.EnvLogLevel:         p.LogLevel,
+// defaultSizes fills the whole-number fields whose zero means the default.
+func (p *Props) defaultSizes() {
+	for _, f := range []struct {
+		v *int
+		d int
+	}{
+		{&p.Shards, ingest.DefaultShards}, {&p.GSIShards, ingest.DefaultGSIShards},
+		{&p.QuarantineShards, ingest.DefaultQuarantineShards}, {&p.RetentionDays, ingest.DefaultRetentionDays},
+		{&p.MaxEventBytes, cloudevent.DefaultMaxBytes}, {&p.WriteConcurrency, writer.DefaultConcurrency},
+		{&p.QueryConcurrency, query.DefaultConcurrency}, {&p.IngestMemoryMB, 512}, {&p.QueryMemoryMB, 256},
+		{&p.LogRetentionDays, 30}, {&p.BatchSize, 500}, {&p.ParallelizationFactor, 2},
+		{&p.IngestRateLimit, 1000}, {&p.IngestBurstLimit, 2000}, {&p.QueryRateLimit, 100}, {&p.QueryBurstLimit, 200},
+	} {
+		if *f.v == 0 {
+			*f.v = f.d
+		}
 	}
 }
 
-func overrides(m map[string]int) string {
-	if len(m) == 0 {
-		return "{}"
-	}
-	b, _ := json.Marshal(m) // map keys are sorted: the template is stable
-	return string(b)
-}
-
-// Context keys the app reads (cdk deploy -c key=value, or cdk.json).
-const (
-	CtxStreamARN         = "shardline:streamArn"
-	CtxStreamKeyARN      = "shardline:streamKeyArn"
-	CtxShards            = "shardline:shards"
-	CtxShardOverrides    = "shardline:shardOverrides" // JSON object
-	CtxGSIShards         = "shardline:gsiShards"
-	CtxGSIShardOverrides = "shardline:gsiShardOverrides" // JSON object
-	CtxGSIProjection     = "shardline:gsiProjection"     // full or lean
-	CtxQuarantineShards  = "shardline:quarantineShards"
-	CtxRetentionDays     = "shardline:retentionDays"
-	CtxMaxEventBytes     = "shardline:maxEventBytes"
-	CtxIngestMemoryMB    = "shardline:ingestMemoryMb"
-	CtxQueryMemoryMB     = "shardline:queryMemoryMb"
-	CtxLogLevel          = "shardline:logLevel"
-	CtxIteratorAge       = "shardline:alarmIteratorAgeSeconds"
-	CtxFunctionErrors    = "shardline:alarmFunctionErrors"
-	CtxThrottles         = "shardline:alarmThrottles"
-	CtxAPI5xx            = "shardline:alarmApi5xx"
-	CtxAlarmTopicARN     = "shardline:alarmTopicArn"
-	CtxCodeDir           = "shardline:codeDir"
-)
-
-// PropsFromContext reads Props from the construct tree's context, so users
-// change the configuration without editing code. Keys left unset keep
-// their defaults.
-func PropsFromContext(node constructs.Node) (Props, error) {
-	var p Props
-	var err error
-	str := func(key string, dst *string) {
-		if v := node.TryGetContext(&key); v != nil {
-			*dst = fmt.Sprint(v)
+// defaultOptionals fills the pointer fields left nil. It stores new
+// pointers, never writing through the caller's.
+func (p *Props) defaultOptionals() {
+	for _, f := range []struct {
+		v **int
+		d int
+	}{
+		{&p.RetryAttempts, DefaultRetryAttempts}, {&p.IteratorAgeSeconds, DefaultIteratorAgeSeconds},
+		{&p.FunctionErrors, DefaultFunctionErrors}, {&p.Throttles, DefaultThrottles}, {&p.API5xx, DefaultAPI5xx},
+	} {
+		if *f.v == nil {
+			*f.v = Int(f.d)
 		}
 	}
-	num := func(key string, dst *int) {
-		v := node.TryGetContext(&key)
-		if v == nil || err != nil {
-			return
-		}
-		n, e := strconv.Atoi(fmt.Sprint(v))
-		if e != nil {
-			err = fmt.Errorf("context %s=%v: want a whole number", key, v)
-			return
-		}
-		*dst = n
+	if p.BatchingWindow == nil {
+		p.BatchingWindow = Duration(DefaultBatchingWindow)
 	}
-	obj := func(key string, dst *map[string]int) {
-		v := node.TryGetContext(&key)
-		if v == nil || err != nil {
-			return
-		}
-		s, ok := v.(string)
-		if !ok { // given as a JSON object in cdk.json
-			b, _ := json.Marshal(v)
-			s = string(b)
-		}
-		m, e := bucketing.ParseOverrides(s)
-		if e != nil {
-			err = fmt.Errorf("context %s: %w", key, e)
-			return
-		}
-		*dst = m
-	}
-	str(CtxStreamARN, &p.StreamARN)
-	str(CtxStreamKeyARN, &p.StreamKeyARN)
-	str(CtxLogLevel, &p.LogLevel)
-	str(CtxAlarmTopicARN, &p.AlarmTopicARN)
-	str(CtxCodeDir, &p.CodeDir)
-	str(CtxGSIProjection, &p.GSIProjection)
-	num(CtxShards, &p.Shards)
-	num(CtxGSIShards, &p.GSIShards)
-	num(CtxQuarantineShards, &p.QuarantineShards)
-	num(CtxRetentionDays, &p.RetentionDays)
-	num(CtxMaxEventBytes, &p.MaxEventBytes)
-	num(CtxIngestMemoryMB, &p.IngestMemoryMB)
-	num(CtxQueryMemoryMB, &p.QueryMemoryMB)
-	num(CtxIteratorAge, &p.IteratorAgeSeconds)
-	num(CtxFunctionErrors, &p.FunctionErrors)
-	num(CtxThrottles, &p.Throttles)
-	num(CtxAPI5xx, &p.API5xx)
-	obj(CtxShardOverrides, &p.ShardOverrides)
-	obj(CtxGSIShardOverrides, &p.GSIShardOverrides)
-	return p, err
 }

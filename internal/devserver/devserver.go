@@ -89,6 +89,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(out, "cursor key: %s\n", qcfg.CursorKeyOrigin())
 	qh := query.NewHandler(qcfg, client, query.Options{Logger: log})
 	mux := httpapi.NewMux()
 	mux.Handle("POST "+ingest.Route, h.HTTP)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/loglevel"
 	"github.com/shardline/shardline/internal/writer"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -49,7 +50,7 @@ type Config struct {
 	Retention        time.Duration
 	MaxEventBytes    int
 	WriteConcurrency int
-	LogLevel         string
+	LogLevel         slog.Level
 }
 
 // DefaultConfig is the configuration with every default, for table.
@@ -62,7 +63,7 @@ func DefaultConfig(table string) Config {
 		Retention:        DefaultRetentionDays * 24 * time.Hour,
 		MaxEventBytes:    cloudevent.DefaultMaxBytes,
 		WriteConcurrency: writer.DefaultConcurrency,
-		LogLevel:         "info",
+		LogLevel:         slog.LevelInfo,
 	}
 }
 
@@ -103,20 +104,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.GSIShards.Overrides, err = bucketing.ParseOverrides(getenv(EnvGSIOverrides)); err != nil {
 		return c, fmt.Errorf("%s: %w", EnvGSIOverrides, err)
 	}
-	if s := strings.ToLower(strings.TrimSpace(getenv(EnvLogLevel))); s != "" {
-		switch s {
-		case "debug", "info", "warn", "error":
-			c.LogLevel = s
-		default:
-			return c, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, s)
-		}
+	if c.LogLevel, err = loglevel.Parse(getenv(EnvLogLevel)); err != nil {
+		return c, fmt.Errorf("%s=%w", EnvLogLevel, err)
 	}
 	return c, nil
-}
-
-// Level is LogLevel as a slog level.
-func (c Config) Level() slog.Level {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(c.LogLevel)) // validated by ConfigFromEnv; info otherwise
-	return l
 }

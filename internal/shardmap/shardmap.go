@@ -12,23 +12,27 @@
 // re-reading the record at least every CacheFor, learns of the step before it
 // takes effect. Counts only grow within a day; a lower configuration applies
 // from the next day's record.
+//
+// A record must outlive every event it describes: once it is gone, readers
+// cannot find the day's shards. Its TTL is the day's end plus the retention,
+// the latest an event of the day can expire, and writers only ever move it
+// later: a writer whose retention is longer than the record's TTL allows
+// (RETENTION_DAYS was raised) extends it before it writes the day's events,
+// and a writer with a shorter one (an old container) never shortens it.
 package shardmap
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/cloudevent"
-	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
@@ -52,7 +56,7 @@ type Config struct {
 	Shards     bucketing.Counts // base-table shards per event source
 	GSIShards  bucketing.Counts // GSI shards per event source
 	Quarantine int              // base-table shards of the quarantine
-	Retention  time.Duration    // how long records live; the shard record outlives the day by this much
+	Retention  time.Duration    // how long events live; the shard record outlives the day by at least this much
 }
 
 func (c Config) want(s bucketing.Stream) (int, int) {
@@ -75,8 +79,9 @@ type Registry struct {
 }
 
 type cached struct {
-	sched bucketing.Schedule
-	at    time.Time
+	sched   bucketing.Schedule
+	expires int64 // the record's TTL when read
+	at      time.Time
 }
 
 func (r *Registry) now() time.Time {
@@ -88,37 +93,33 @@ func (r *Registry) now() time.Time {
 
 // Schedule is the schedule writers must use for stream on day (a
 // bucketing.DayLayout string), creating or extending the record as the
-// configuration asks.
+// configuration asks: a step when it asks for more shards, a later expiry
+// when its retention outlasts the record.
 func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string) (bucketing.Schedule, error) {
 	key := s.MetaPK(day)
-	r.mu.Lock()
-	c, ok := r.cache[key]
-	r.mu.Unlock()
 	now := r.now()
-	if ok && now.Sub(c.at) < CacheFor {
+	if c, ok := r.cached(key, now); ok && r.keepUntil(record{sched: c.sched, expires: c.expires}, day) == c.expires {
 		return c.sched, nil
 	}
 	wantN, wantG := r.Config.want(s)
 	for range 8 { // each turn loses a race to another writer; eight is plenty
-		sched, ver, err := r.read(ctx, key)
+		rec, err := r.read(ctx, key)
 		if err != nil {
 			return nil, err
 		}
-		next := extend(sched, day, wantN, wantG, now)
-		if next == nil { // nothing to change
-			r.remember(key, sched, now)
-			return sched, nil
-		}
-		if sched == nil && s.Space == bucketing.Events {
+		next, changed := r.update(rec, day, wantN, wantG, now)
+		if changed && rec.sched == nil && s.Space == bucketing.Events {
 			// The first writer of the day lists the source in the day's
 			// catalogue before it creates the record: once the record
 			// exists no writer comes this way again, so the entry must
 			// not be able to go missing after it.
-			if err := catalog.Record(ctx, r.Client, r.Table, s.Source, day, r.expiry(day)); err != nil {
+			if err := catalog.Record(ctx, r.Client, r.Table, s.Source, day, unixOrZero(next.expires)); err != nil {
 				return nil, err
 			}
 		}
-		err = r.write(ctx, key, day, next, ver)
+		if changed {
+			err = r.write(ctx, key, next)
+		}
 		var cond *types.ConditionalCheckFailedException
 		if errors.As(err, &cond) {
 			continue
@@ -127,9 +128,45 @@ func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string)
 			return nil, err
 		}
 		r.remember(key, next, now)
-		return next, nil
+		return next.sched, nil
 	}
 	return nil, fmt.Errorf("shard record %s: too many concurrent updates", key)
+}
+
+// update is the record to store in place of rec, and whether it differs
+// from rec.
+func (r *Registry) update(rec record, day string, wantN, wantG int, now time.Time) (record, bool) {
+	sched := extend(rec.sched, day, wantN, wantG, now)
+	expires := r.keepUntil(rec, day)
+	if sched == nil && expires == rec.expires {
+		return rec, false
+	}
+	if sched == nil {
+		sched = rec.sched
+	}
+	return record{sched: sched, ver: rec.ver, expires: expires}, true
+}
+
+func unixOrZero(sec int64) time.Time {
+	if sec == 0 {
+		return time.Time{}
+	}
+	return time.Unix(sec, 0)
+}
+
+// keepUntil is the TTL the record of day must have for this writer: at
+// least the latest expiry this writer gives an event of the day (the day's
+// end plus the retention), and never earlier than it already is. A record
+// without a TTL keeps none.
+func (r *Registry) keepUntil(rec record, day string) int64 {
+	if rec.sched != nil && rec.expires == 0 {
+		return 0
+	}
+	d, err := time.Parse(bucketing.DayLayout, day)
+	if err != nil || r.Config.Retention <= 0 {
+		return rec.expires
+	}
+	return max(rec.expires, d.Add(24*time.Hour+r.Config.Retention).Unix())
 }
 
 // extend returns the schedule to store, or nil when sched is fine as it is.
@@ -155,13 +192,21 @@ func extend(sched bucketing.Schedule, day string, wantN, wantG int, now time.Tim
 	return append(sched[:len(sched):len(sched)], bucketing.Step{From: m, Shards: max(wantN, last.Shards), GSIShards: max(wantG, last.GSIShards)})
 }
 
-func (r *Registry) remember(key string, s bucketing.Schedule, now time.Time) {
+// cached is what the registry read of key within CacheFor of now.
+func (r *Registry) cached(key string, now time.Time) (cached, bool) {
+	r.mu.Lock()
+	c, ok := r.cache[key]
+	r.mu.Unlock()
+	return c, ok && now.Sub(c.at) < CacheFor
+}
+
+func (r *Registry) remember(key string, rec record, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cache == nil {
 		r.cache = map[string]cached{}
 	}
-	r.cache[key] = cached{s, now}
+	r.cache[key] = cached{rec.sched, rec.expires, now}
 }
 
 // Cached is the schedule of stream on day as a reader that tolerates
@@ -173,129 +218,23 @@ func (r *Registry) remember(key string, s bucketing.Schedule, now time.Time) {
 func (r *Registry) Cached(ctx context.Context, s bucketing.Stream, day string) (sched bucketing.Schedule, read bool, err error) {
 	key := s.MetaPK(day)
 	now := r.now()
-	r.mu.Lock()
-	c, ok := r.cache[key]
-	r.mu.Unlock()
-	if ok && now.Sub(c.at) < CacheFor {
+	if c, ok := r.cached(key, now); ok {
 		return c.sched, false, nil
 	}
-	sched, _, err = r.read(ctx, key)
+	rec, err := r.read(ctx, key)
 	if err != nil {
 		return nil, true, err
 	}
-	if sched != nil {
-		r.remember(key, sched, now)
+	if rec.sched != nil {
+		r.remember(key, rec, now)
 	}
-	return sched, true, nil
+	return rec.sched, true, nil
 }
 
 // Lookup reads the schedule of stream on day without changing anything;
 // found is false when nothing was written that day. The read is strongly
 // consistent, as the record is written before the first event of the day.
 func (r *Registry) Lookup(ctx context.Context, s bucketing.Stream, day string) (sched bucketing.Schedule, found bool, err error) {
-	sched, _, err = r.read(ctx, s.MetaPK(day))
-	return sched, sched != nil, err
-}
-
-func (r *Registry) read(ctx context.Context, key string) (bucketing.Schedule, int, error) {
-	out, err := r.Client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(r.Table),
-		Key:            metaKey(key),
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("read shard record %s: %w", key, err)
-	}
-	if out.Item == nil {
-		return nil, 0, nil
-	}
-	sched, ver, err := decode(out.Item)
-	if err != nil {
-		return nil, 0, fmt.Errorf("shard record %s: %w", key, err)
-	}
-	return sched, ver, nil
-}
-
-func (r *Registry) write(ctx context.Context, key, day string, s bucketing.Schedule, ver int) error {
-	item := metaKey(key)
-	steps := make([]types.AttributeValue, len(s))
-	for i, st := range s {
-		steps[i] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-			"from": num(st.From), "n": num(st.Shards), "g": num(st.GSIShards),
-		}}
-	}
-	item[schema.Schedule] = &types.AttributeValueMemberL{Value: steps}
-	item[schema.Version] = num(ver + 1)
-	if d, err := time.Parse(bucketing.DayLayout, day); err == nil && r.Config.Retention > 0 {
-		item[schema.TTL] = &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Add(24*time.Hour+r.Config.Retention).Unix(), 10)}
-	}
-	in := &dynamodb.PutItemInput{TableName: aws.String(r.Table), Item: item}
-	if ver == 0 {
-		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-		in.ExpressionAttributeNames = map[string]string{"#pk": schema.PK}
-	} else {
-		in.ConditionExpression = aws.String("#v = :v")
-		in.ExpressionAttributeNames = map[string]string{"#v": schema.Version}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": num(ver)}
-	}
-	if _, err := r.Client.PutItem(ctx, in); err != nil {
-		return fmt.Errorf("write shard record %s: %w", key, err)
-	}
-	return nil
-}
-
-// expiry is when the records of day may go: a day after its last event
-// expires; zero (never) when no retention is configured.
-func (r *Registry) expiry(day string) time.Time {
-	d, err := time.Parse(bucketing.DayLayout, day)
-	if err != nil || r.Config.Retention <= 0 {
-		return time.Time{}
-	}
-	return d.Add(2*24*time.Hour + r.Config.Retention)
-}
-
-func metaKey(pk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		schema.PK: &types.AttributeValueMemberS{Value: pk},
-		schema.SK: &types.AttributeValueMemberS{Value: metaSK},
-	}
-}
-
-func num(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
-
-func decode(item map[string]types.AttributeValue) (bucketing.Schedule, int, error) {
-	l, ok := item[schema.Schedule].(*types.AttributeValueMemberL)
-	if !ok {
-		return nil, 0, fmt.Errorf("no %q list", schema.Schedule)
-	}
-	ver, err := intAttr(item[schema.Version])
-	if err != nil {
-		return nil, 0, fmt.Errorf("version: %w", err)
-	}
-	s := make(bucketing.Schedule, 0, len(l.Value))
-	for i, v := range l.Value {
-		m, ok := v.(*types.AttributeValueMemberM)
-		if !ok {
-			return nil, 0, fmt.Errorf("step %d is not a map", i)
-		}
-		var st bucketing.Step
-		for name, dst := range map[string]*int{"from": &st.From, "n": &st.Shards, "g": &st.GSIShards} {
-			if *dst, err = intAttr(m.Value[name]); err != nil {
-				return nil, 0, fmt.Errorf("step %d %s: %w", i, name, err)
-			}
-		}
-		s = append(s, st)
-	}
-	if err := s.Validate(); err != nil {
-		return nil, 0, err
-	}
-	return s, ver, nil
-}
-
-func intAttr(v types.AttributeValue) (int, error) {
-	n, ok := v.(*types.AttributeValueMemberN)
-	if !ok {
-		return 0, fmt.Errorf("not a number")
-	}
-	return strconv.Atoi(n.Value)
+	rec, err := r.read(ctx, s.MetaPK(day))
+	return rec.sched, rec.sched != nil, err
 }

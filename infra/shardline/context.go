@@ -1,0 +1,121 @@
+package shardline
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/constructs-go/constructs/v10"
+
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// Context keys the app reads (cdk deploy -c key=value, or cdk.json).
+const (
+	CtxStreamARN         = "shardline:streamArn"
+	CtxStreamKeyARN      = "shardline:streamKeyArn"
+	CtxShards            = "shardline:shards"
+	CtxShardOverrides    = "shardline:shardOverrides" // JSON object
+	CtxGSIShards         = "shardline:gsiShards"
+	CtxGSIShardOverrides = "shardline:gsiShardOverrides" // JSON object
+	CtxGSIProjection     = "shardline:gsiProjection"     // full or lean
+	CtxQuarantineShards  = "shardline:quarantineShards"
+	CtxRetentionDays     = "shardline:retentionDays"
+	CtxMaxEventBytes     = "shardline:maxEventBytes"
+	CtxIngestMemoryMB    = "shardline:ingestMemoryMb"
+	CtxQueryMemoryMB     = "shardline:queryMemoryMb"
+	CtxLogLevel          = "shardline:logLevel"
+	CtxIteratorAge       = "shardline:alarmIteratorAgeSeconds"
+	CtxFunctionErrors    = "shardline:alarmFunctionErrors"
+	CtxThrottles         = "shardline:alarmThrottles"
+	CtxAPI5xx            = "shardline:alarmApi5xx"
+	CtxAlarmTopicARN     = "shardline:alarmTopicArn"
+	CtxCodeDir           = "shardline:codeDir"
+)
+
+// PropsFromContext reads Props from the construct tree's context, so users
+// change the configuration without editing code. Keys left unset keep
+// their defaults; an explicit 0 for an alarm threshold is kept.
+func PropsFromContext(node constructs.Node) (Props, error) {
+	var p Props
+	r := contextReader{node: node}
+	r.str(CtxStreamARN, &p.StreamARN)
+	r.str(CtxStreamKeyARN, &p.StreamKeyARN)
+	r.str(CtxLogLevel, &p.LogLevel)
+	r.str(CtxAlarmTopicARN, &p.AlarmTopicARN)
+	r.str(CtxCodeDir, &p.CodeDir)
+	r.str(CtxGSIProjection, &p.GSIProjection)
+	r.num(CtxShards, &p.Shards)
+	r.num(CtxGSIShards, &p.GSIShards)
+	r.num(CtxQuarantineShards, &p.QuarantineShards)
+	r.num(CtxRetentionDays, &p.RetentionDays)
+	r.num(CtxMaxEventBytes, &p.MaxEventBytes)
+	r.num(CtxIngestMemoryMB, &p.IngestMemoryMB)
+	r.num(CtxQueryMemoryMB, &p.QueryMemoryMB)
+	r.opt(CtxIteratorAge, &p.IteratorAgeSeconds)
+	r.opt(CtxFunctionErrors, &p.FunctionErrors)
+	r.opt(CtxThrottles, &p.Throttles)
+	r.opt(CtxAPI5xx, &p.API5xx)
+	r.obj(CtxShardOverrides, &p.ShardOverrides)
+	r.obj(CtxGSIShardOverrides, &p.GSIShardOverrides)
+	return p, r.err
+}
+
+// contextReader reads context values into props, keeping the first error.
+type contextReader struct {
+	node constructs.Node
+	err  error
+}
+
+func (r *contextReader) get(key string) any {
+	if r.err != nil {
+		return nil
+	}
+	return r.node.TryGetContext(&key)
+}
+
+func (r *contextReader) str(key string, dst *string) {
+	if v := r.get(key); v != nil {
+		*dst = fmt.Sprint(v)
+	}
+}
+
+func (r *contextReader) num(key string, dst *int) {
+	v := r.get(key)
+	if v == nil {
+		return
+	}
+	n, err := strconv.Atoi(fmt.Sprint(v))
+	if err != nil {
+		r.err = fmt.Errorf("context %s=%v: want a whole number", key, v)
+		return
+	}
+	*dst = n
+}
+
+// opt reads a prop where 0 is a setting of its own.
+func (r *contextReader) opt(key string, dst **int) {
+	var n int
+	r.num(key, &n)
+	if r.get(key) != nil {
+		*dst = &n
+	}
+}
+
+func (r *contextReader) obj(key string, dst *map[string]int) {
+	v := r.get(key)
+	if v == nil {
+		return
+	}
+	s, ok := v.(string)
+	if !ok { // given as a JSON object in cdk.json
+		b, _ := json.Marshal(v)
+		s = string(b)
+	}
+	m, err := bucketing.ParseOverrides(s)
+	if err != nil {
+		r.err = fmt.Errorf("context %s: %w", key, err)
+		return
+	}
+	*dst = m
+}

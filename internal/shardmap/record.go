@@ -1,0 +1,121 @@
+package shardmap
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// record is a shard record as stored.
+type record struct {
+	sched   bucketing.Schedule // nil when there is no record
+	ver     int                // the version read; a write stores ver+1 if the record still has ver
+	expires int64              // the TTL attribute, Unix seconds; 0 when the record does not expire
+}
+
+func (r *Registry) read(ctx context.Context, key string) (record, error) {
+	out, err := r.Client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(r.Table),
+		Key:            metaKey(key),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return record{}, fmt.Errorf("read shard record %s: %w", key, err)
+	}
+	if out.Item == nil {
+		return record{}, nil
+	}
+	rec, err := decode(out.Item)
+	if err != nil {
+		return record{}, fmt.Errorf("shard record %s: %w", key, err)
+	}
+	return rec, nil
+}
+
+// write stores rec if the record is still at rec.ver (absent for 0).
+func (r *Registry) write(ctx context.Context, key string, rec record) error {
+	item := metaKey(key)
+	steps := make([]types.AttributeValue, len(rec.sched))
+	for i, st := range rec.sched {
+		steps[i] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			"from": num(st.From), "n": num(st.Shards), "g": num(st.GSIShards),
+		}}
+	}
+	item[schema.Schedule] = &types.AttributeValueMemberL{Value: steps}
+	item[schema.Version] = num(rec.ver + 1)
+	if rec.expires > 0 {
+		item[schema.TTL] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.expires, 10)}
+	}
+	in := &dynamodb.PutItemInput{TableName: aws.String(r.Table), Item: item}
+	if rec.ver == 0 {
+		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
+		in.ExpressionAttributeNames = map[string]string{"#pk": schema.PK}
+	} else {
+		in.ConditionExpression = aws.String("#v = :v")
+		in.ExpressionAttributeNames = map[string]string{"#v": schema.Version}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": num(rec.ver)}
+	}
+	if _, err := r.Client.PutItem(ctx, in); err != nil {
+		return fmt.Errorf("write shard record %s: %w", key, err)
+	}
+	return nil
+}
+
+func metaKey(pk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		schema.PK: &types.AttributeValueMemberS{Value: pk},
+		schema.SK: &types.AttributeValueMemberS{Value: metaSK},
+	}
+}
+
+func num(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
+
+func decode(item map[string]types.AttributeValue) (record, error) {
+	l, ok := item[schema.Schedule].(*types.AttributeValueMemberL)
+	if !ok {
+		return record{}, fmt.Errorf("no %q list", schema.Schedule)
+	}
+	ver, err := intAttr(item[schema.Version])
+	if err != nil {
+		return record{}, fmt.Errorf("version: %w", err)
+	}
+	var expires int64
+	if ttl, ok := item[schema.TTL].(*types.AttributeValueMemberN); ok {
+		if expires, err = strconv.ParseInt(ttl.Value, 10, 64); err != nil {
+			return record{}, fmt.Errorf("%s: %w", schema.TTL, err)
+		}
+	}
+	s := make(bucketing.Schedule, 0, len(l.Value))
+	for i, v := range l.Value {
+		m, ok := v.(*types.AttributeValueMemberM)
+		if !ok {
+			return record{}, fmt.Errorf("step %d is not a map", i)
+		}
+		var st bucketing.Step
+		for name, dst := range map[string]*int{"from": &st.From, "n": &st.Shards, "g": &st.GSIShards} {
+			if *dst, err = intAttr(m.Value[name]); err != nil {
+				return record{}, fmt.Errorf("step %d %s: %w", i, name, err)
+			}
+		}
+		s = append(s, st)
+	}
+	if err := s.Validate(); err != nil {
+		return record{}, err
+	}
+	return record{sched: s, ver: ver, expires: expires}, nil
+}
+
+func intAttr(v types.AttributeValue) (int, error) {
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("not a number")
+	}
+	return strconv.Atoi(n.Value)
+}
