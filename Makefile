@@ -30,11 +30,12 @@ vet:
 	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet ./...
 
-## build: the two Lambda binaries for provided.al2023 on arm64
+## build: the three Lambda binaries for provided.al2023 on arm64
 build:
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/ingest/bootstrap ./functions/ingest
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/query/bootstrap ./functions/query
-	@ls -l $(BIN)/ingest/bootstrap $(BIN)/query/bootstrap
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/counter/bootstrap ./functions/counter
+	@ls -l $(BIN)/ingest/bootstrap $(BIN)/query/bootstrap $(BIN)/counter/bootstrap
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

@@ -37,6 +37,7 @@ func (pl *Pipeline) alarms(c constructs.Construct, p Props) {
 	alarm("FailedBatchesAlarm", "Kinesis records gave up on and sent to the on-failure queue",
 		pl.FailedDLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: fiveMinutes()}), 0)
 	alarm("Api5xxAlarm", "The API answered 5xx", sum(pl.API.MetricServerError(nil)), *p.API5xx)
+	pl.counterAlarms(alarm, p)
 	pl.dashboard(c)
 }
 

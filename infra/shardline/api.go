@@ -13,7 +13,7 @@ import (
 	"github.com/shardline/shardline/internal/query"
 )
 
-// api serves the three routes with IAM authorization, per-route throttling
+// api serves the five routes with IAM authorization, per-route throttling
 // and access logs.
 func (pl *Pipeline) api(c constructs.Construct, p Props) {
 	iam := awsapigatewayv2authorizers.NewHttpIamAuthorizer()
@@ -32,6 +32,8 @@ func (pl *Pipeline) api(c constructs.Construct, p Props) {
 		{awsapigatewayv2.HttpMethod_POST, ingest.Route, ingestInt},
 		{awsapigatewayv2.HttpMethod_GET, query.EventsRoute, queryInt},
 		{awsapigatewayv2.HttpMethod_GET, query.QuarantineRoute, queryInt},
+		{awsapigatewayv2.HttpMethod_GET, query.CountsRoute, queryInt},
+		{awsapigatewayv2.HttpMethod_GET, query.SourcesRoute, queryInt},
 	}
 	for _, r := range routes {
 		pl.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
@@ -75,5 +77,7 @@ func (pl *Pipeline) stage(c constructs.Construct, p Props) {
 		"POST " + ingest.Route:         limits(p.IngestRateLimit, p.IngestBurstLimit),
 		"GET " + query.EventsRoute:     limits(p.QueryRateLimit, p.QueryBurstLimit),
 		"GET " + query.QuarantineRoute: limits(p.QueryRateLimit, p.QueryBurstLimit),
+		"GET " + query.CountsRoute:     limits(p.QueryRateLimit, p.QueryBurstLimit),
+		"GET " + query.SourcesRoute:    limits(p.QueryRateLimit, p.QueryBurstLimit),
 	})
 }

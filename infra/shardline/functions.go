@@ -31,7 +31,7 @@ func (pl *Pipeline) function(c constructs.Construct, p Props, name string, memor
 	for k, v := range env {
 		vars[k] = jsii.String(v)
 	}
-	lower := map[string]string{"Ingest": "ingest", "Query": "query"}[name]
+	lower := map[string]string{"Ingest": "ingest", "Query": "query", "Counter": "counter"}[name]
 	fn := awslambda.NewFunction(c, jsii.String(name), &awslambda.FunctionProps{
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture: awslambda.Architecture_ARM_64(),

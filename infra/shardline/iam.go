@@ -18,7 +18,7 @@ import (
 func (pl *Pipeline) grants(p Props) {
 	pl.ingestGrants()
 	pl.queryGrants(p)
-	for _, fn := range []awslambda.Function{pl.Ingest, pl.Query} {
+	for _, fn := range []awslambda.Function{pl.Ingest, pl.Query, pl.Counter} {
 		cdknag.NagSuppressions_AddResourceSuppressions(fn.Role(), &[]*cdknag.NagPackSuppression{{
 			Id:        jsii.String("AwsSolutions-IAM5"),
 			Reason:    jsii.String("X-Ray's PutTraceSegments and PutTelemetryRecords (added by active tracing) do not support resource-level permissions; every other statement names its resource."),
@@ -50,12 +50,20 @@ func (pl *Pipeline) ingestGrants() {
 		Resources:  &[]*string{pl.Table.TableArn()},
 		Conditions: leadingKeys("E#*", "Q#*"),
 	}))
-	// PutItem may overwrite a shard record but not delete one.
+	// PutItem may overwrite a shard record but not delete one; UpdateItem
+	// adds hours to a day's hour index, beside it.
 	pl.Ingest.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("ShardRecords"),
-		Actions:    jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem"),
+		Actions:    jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		Resources:  &[]*string{pl.Table.TableArn()},
 		Conditions: leadingKeys("M#*"),
+	}))
+	// The first writer of a (source, day) lists it in the day's catalogue.
+	pl.Ingest.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("Catalogue"),
+		Actions:    jsii.Strings("dynamodb:PutItem"),
+		Resources:  &[]*string{pl.Table.TableArn()},
+		Conditions: leadingKeys("S#*"),
 	}))
 }
 

@@ -23,10 +23,12 @@ import (
 // Pipeline is a deployed shardline.
 type Pipeline struct {
 	constructs.Construct
-	Table     awsdynamodb.Table
-	Stream    awskinesis.IStream
-	Ingest    awslambda.Function
-	Query     awslambda.Function
+	Table  awsdynamodb.Table
+	Stream awskinesis.IStream
+	Ingest awslambda.Function
+	Query  awslambda.Function
+	// Counter keeps the counts GET /v1/counts serves, from the table's stream.
+	Counter   awslambda.Function
 	API       awsapigatewayv2.HttpApi
 	FailedDLQ awssqs.Queue
 	// CursorSecret is the key that signs the query API's cursors.
@@ -54,12 +56,13 @@ func NewPipeline(scope constructs.Construct, id string, props *Props) *Pipeline 
 	pl.stream(c, p)
 	pl.cursorSecret(c)
 	pl.functions(c, p)
+	pl.counter(c, p)
 	pl.grants(p)
 	pl.kinesis(c, p)
 	pl.api(c, p)
 	pl.alarms(c, p)
 
-	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: pl.API.ApiEndpoint(), Description: jsii.String("shardline API: POST /v1/events, GET /v1/events, GET /v1/quarantine (IAM-signed)")})
+	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: pl.API.ApiEndpoint(), Description: jsii.String("shardline API: POST /v1/events, GET /v1/events, /v1/quarantine, /v1/counts, /v1/sources (IAM-signed)")})
 	awscdk.NewCfnOutput(stack, jsii.String("StreamName"), &awscdk.CfnOutputProps{Value: pl.Stream.StreamName(), Description: jsii.String("Kinesis stream producers put events on")})
 	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: pl.Table.TableName(), Description: jsii.String("DynamoDB events table")})
 	return pl
@@ -74,6 +77,7 @@ func (pl *Pipeline) table(c constructs.Construct, p Props) {
 		SortKey:                          &awsdynamodb.Attribute{Name: jsii.String(schema.SK), Type: str},
 		BillingMode:                      awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		TimeToLiveAttribute:              jsii.String(schema.TTL),
+		Stream:                           awsdynamodb.StreamViewType(schema.StreamView),
 		DeletionProtection:               jsii.Bool(true),
 		RemovalPolicy:                    awscdk.RemovalPolicy_RETAIN,
 		ContributorInsightsSpecification: &awsdynamodb.ContributorInsightsSpecification{Enabled: jsii.Bool(true)},

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 // assets by hash, and these tests look at the template, not the binaries.
 func codeDir(t *testing.T) string {
 	dir := t.TempDir()
-	for _, fn := range []string{"ingest", "query"} {
+	for _, fn := range []string{"ingest", "query", "counter"} {
 		os.MkdirAll(filepath.Join(dir, fn), 0o755)
 		os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(fn), 0o755)
 	}
@@ -98,6 +99,23 @@ func (s synth) one(t *testing.T, typ string) map[string]any {
 }
 
 func props(r map[string]any) map[string]any { return r["Properties"].(map[string]any) }
+
+// mapping is the properties of the one event source mapping from the
+// Kinesis "Stream" or from the table's stream ("Events").
+func (s synth) mapping(t *testing.T, from string) map[string]any {
+	t.Helper()
+	var found []map[string]any
+	for _, m := range s.resources("AWS::Lambda::EventSourceMapping") {
+		b, _ := json.Marshal(props(m)["EventSourceArn"])
+		if table := strings.Contains(string(b), "StreamArn"); table == (from == "Events") {
+			found = append(found, props(m))
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d event source mappings from %s, want 1", len(found), from)
+	}
+	return found[0]
+}
 
 // jsonOf re-encodes v so that differently typed equal values compare equal.
 func jsonOf(t *testing.T, v any) any {
@@ -181,8 +199,8 @@ func checkTable(t *testing.T, s synth, projection schema.Projection) {
 func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
 	s := defaultSynth(t)
 	fns := s.resources("AWS::Lambda::Function")
-	if len(fns) != 2 {
-		t.Fatalf("%d functions", len(fns))
+	if len(fns) != 3 {
+		t.Fatalf("%d functions, want ingest, query and counter", len(fns))
 	}
 	for id, fn := range fns {
 		p := props(fn)
@@ -197,6 +215,9 @@ func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
 		}
 		sort.Strings(got)
 		want := append([]string(nil), query.EnvVars...)
+		if strings.HasPrefix(id, "PCounter") {
+			want = append([]string(nil), counts.EnvVars...)
+		}
 		if strings.HasPrefix(id, "PIngest") {
 			want = append([]string(nil), ingest.EnvVars...)
 			env := map[string]string{}
@@ -220,7 +241,7 @@ func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
 
 func TestEventSourceMapping(t *testing.T) {
 	s := defaultSynth(t)
-	p := props(s.one(t, "AWS::Lambda::EventSourceMapping"))
+	p := s.mapping(t, "Stream")
 	want := map[string]any{
 		"BisectBatchOnFunctionError":     true,
 		"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
@@ -265,7 +286,7 @@ func TestEveryRouteNeedsIAM(t *testing.T) {
 		}
 	}
 	sort.Strings(keys)
-	if want := []string{"GET /v1/events", "GET /v1/quarantine", "POST /v1/events"}; !reflect.DeepEqual(keys, want) {
+	if want := []string{"GET /v1/counts", "GET /v1/events", "GET /v1/quarantine", "GET /v1/sources", "POST /v1/events"}; !reflect.DeepEqual(keys, want) {
 		t.Fatalf("routes %v, want %v", keys, want)
 	}
 	stage := props(s.one(t, "AWS::ApiGatewayV2::Stage"))
@@ -287,8 +308,16 @@ func TestEveryRouteNeedsIAM(t *testing.T) {
 func TestIAMIsLeastPrivilege(t *testing.T) {
 	s := defaultSynth(t)
 	allowed := map[string]map[string]bool{
-		"Ingest": {"dynamodb:BatchWriteItem": true, "dynamodb:PutItem": true, "dynamodb:GetItem": true},
+		"Ingest": {"dynamodb:BatchWriteItem": true, "dynamodb:PutItem": true, "dynamodb:GetItem": true, "dynamodb:UpdateItem": true},
 		"Query":  {"dynamodb:Query": true, "dynamodb:GetItem": true, "dynamodb:BatchGetItem": true},
+		"Counter": {"dynamodb:UpdateItem": true, "dynamodb:GetItem": true, "dynamodb:ListStreams": true,
+			"dynamodb:DescribeStream": true, "dynamodb:GetRecords": true, "dynamodb:GetShardIterator": true},
+	}
+	// The key spaces each function may touch item by item.
+	spaces := map[string]map[string][]string{
+		"Ingest":  {"dynamodb:GetItem": {"M#*"}, "dynamodb:PutItem": {"M#*", "S#*"}, "dynamodb:UpdateItem": {"M#*"}},
+		"Query":   {"dynamodb:GetItem": {"M#*"}},
+		"Counter": {"dynamodb:GetItem": {"C#*"}, "dynamodb:UpdateItem": {"C#*"}},
 	}
 	lean := synthesize(t, &Props{GSIProjection: "lean"}, nil)
 	batchGets := 0
@@ -314,6 +343,9 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		if strings.HasPrefix(id, "PIngest") {
 			fn = "Ingest"
 		}
+		if strings.HasPrefix(id, "PCounter") {
+			fn = "Counter"
+		}
 		for _, st := range props(pol)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 			st := st.(map[string]any)
 			var actions []string
@@ -334,22 +366,33 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 					if !allowed[fn][a] {
 						t.Errorf("%s function may %s", fn, a)
 					}
-					if strings.Contains(string(res), `"*"`) || !strings.Contains(string(res), "PEvents") {
+					if (strings.Contains(string(res), `"*"`) && a != "dynamodb:ListStreams") || !strings.Contains(string(res), "PEvents") && a != "dynamodb:ListStreams" {
 						t.Errorf("%s: %s on %s, not the table", id, a, res)
 					}
-					if a == "dynamodb:GetItem" || a == "dynamodb:PutItem" {
+					if want, ok := spaces[fn][a]; ok {
 						cond, _ := json.Marshal(st["Condition"])
-						if !strings.Contains(string(cond), `"M#*"`) {
-							t.Errorf("%s: %s not limited to shard records: %s", id, a, cond)
+						if !oneOf(string(cond), want) {
+							t.Errorf("%s: %s not limited to the key spaces %v: %s", id, a, want, cond)
 						}
 					}
 				}
-				if string(res) == `"*"` && !strings.HasPrefix(a, "xray:") {
+				// ListStreams takes no resource; it names no table either.
+				if string(res) == `"*"` && !strings.HasPrefix(a, "xray:") && a != "dynamodb:ListStreams" {
 					t.Errorf("%s: %s on every resource", id, a)
 				}
 			}
 		}
 	}
+}
+
+// oneOf: cond limits leading keys to exactly one of prefixes.
+func oneOf(cond string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.Contains(cond, `"`+p+`"`) && strings.Count(cond, "#*") == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 func TestAlarmsDashboardOutputs(t *testing.T) {
@@ -364,8 +407,8 @@ func TestAlarmsDashboardOutputs(t *testing.T) {
 			t.Errorf("no alarm on %s", m)
 		}
 	}
-	if len(alarms) != 9 {
-		t.Errorf("%d alarms, want 9", len(alarms))
+	if len(alarms) != 11 {
+		t.Errorf("%d alarms, want 11", len(alarms))
 	}
 	s.one(t, "AWS::CloudWatch::Dashboard")
 	outs := s.tpl["Outputs"].(map[string]any)
@@ -400,7 +443,7 @@ func TestContextOverrides(t *testing.T) {
 	if n := len(s.resources("AWS::Kinesis::Stream")); n != 0 {
 		t.Errorf("%d streams created beside the existing one", n)
 	}
-	if got := props(s.one(t, "AWS::Lambda::EventSourceMapping"))["EventSourceArn"]; got != arn {
+	if got := s.mapping(t, "Stream")["EventSourceArn"]; got != arn {
 		t.Errorf("ESM reads %v, want %s", got, arn)
 	}
 	for id, fn := range s.resources("AWS::Lambda::Function") {
@@ -437,5 +480,52 @@ func TestBadPropsFailAtSynth(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{CtxShards: "many"}})
 	if _, err := PropsFromContext(app.Node()); err == nil || !strings.Contains(err.Error(), CtxShards) {
 		t.Errorf("bad context: %v", err)
+	}
+}
+
+// TestCounterMapping: the table streams new images to the counter function,
+// which sees only inserted events, with a tumbling window (for the shard
+// id), a batching window that bounds counter heat, and no limit on retries:
+// a record given up on would be an event never counted.
+func TestCounterMapping(t *testing.T) {
+	s := defaultSynth(t)
+	tbl := props(s.one(t, "AWS::DynamoDB::Table"))
+	if !reflect.DeepEqual(tbl["StreamSpecification"], map[string]any{"StreamViewType": "NEW_IMAGE"}) {
+		t.Errorf("table stream %v", tbl["StreamSpecification"])
+	}
+	p := s.mapping(t, "Events")
+	want := map[string]any{
+		"BatchSize":                      float64(CounterBatchSize),
+		"MaximumBatchingWindowInSeconds": float64(CounterBatchingWindow),
+		"TumblingWindowInSeconds":        float64(CounterTumblingWindow),
+		"ParallelizationFactor":          float64(1),
+		"StartingPosition":               "TRIM_HORIZON",
+	}
+	for k, v := range want {
+		if !reflect.DeepEqual(p[k], v) {
+			t.Errorf("%s = %v, want %v", k, p[k], v)
+		}
+	}
+	for _, k := range []string{"MaximumRetryAttempts", "MaximumRecordAgeInSeconds", "BisectBatchOnFunctionError", "DestinationConfig"} {
+		if v, ok := p[k]; ok && v != float64(-1) {
+			t.Errorf("%s = %v: the counter must retry until it succeeds", k, v)
+		}
+	}
+	f, _ := json.Marshal(p["FilterCriteria"])
+	if !strings.Contains(string(f), `\"eventName\":[\"INSERT\"]`) || !strings.Contains(string(f), `{\"prefix\":\"E#\"}`) {
+		t.Errorf("filter %s", f)
+	}
+	alarms := map[string]bool{}
+	for id := range s.resources("AWS::CloudWatch::Alarm") {
+		alarms[id] = true
+	}
+	for _, a := range []string{"CounterIteratorAgeAlarm", "CounterErrorsAlarm"} {
+		found := false
+		for id := range alarms {
+			found = found || strings.Contains(id, a)
+		}
+		if !found {
+			t.Errorf("no %s", a)
+		}
 	}
 }

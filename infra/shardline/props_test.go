@@ -35,7 +35,7 @@ func TestZeroIsASetting(t *testing.T) {
 		RetryAttempts: Int(0), BatchingWindow: Duration(0),
 		IteratorAgeSeconds: Int(0), FunctionErrors: Int(0), Throttles: Int(0), API5xx: Int(0),
 	}, nil)
-	esm := props(s.one(t, "AWS::Lambda::EventSourceMapping"))
+	esm := s.mapping(t, "Stream")
 	if esm["MaximumRetryAttempts"] != float64(0) || esm["MaximumBatchingWindowInSeconds"] != float64(0) {
 		t.Errorf("RetryAttempts 0 and BatchingWindow 0 became %v and %v", esm["MaximumRetryAttempts"], esm["MaximumBatchingWindowInSeconds"])
 	}

@@ -1,0 +1,62 @@
+package counts
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/emf"
+)
+
+// Function is the counter Lambda function: a Counter with its logs and
+// metrics. Build one per container.
+type Function struct {
+	Counter *Counter
+	Log     *slog.Logger // default: discard
+	Metrics *emf.Logger  // default: none
+}
+
+// NewFunction returns the counter function for cfg, writing through client.
+func NewFunction(cfg Config, client API, log *slog.Logger, metrics *emf.Logger) *Function {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Function{Counter: &Counter{Client: client, Table: cfg.Table, Retention: cfg.Retention}, Log: log, Metrics: metrics}
+}
+
+// Invoke is the Lambda entry point. An error fails the invocation, and the
+// mapping delivers the batch again; what was counted is not counted twice.
+func (f *Function) Invoke(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
+	start := time.Now()
+	resp, st, err := f.Counter.Handle(ctx, ev)
+	attrs := []slog.Attr{
+		slog.String("shard", ev.ShardID),
+		slog.Int("records", st.Records),
+		slog.Int("counted", st.Counted),
+		slog.Int("skipped", st.Skipped),
+		slog.Int("seen", st.Seen),
+		slog.Int("items", st.Items),
+		slog.Int("updates", st.Updates),
+		slog.Int("conflicts", st.Conflicts),
+		slog.Float64("wcu", st.WCU),
+		slog.Duration("duration", time.Since(start)),
+	}
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelWarn
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	f.Log.LogAttrs(ctx, level, "count", attrs...)
+	if merr := f.Metrics.Put(time.Now(),
+		emf.Metric{Name: "Counted", Value: float64(st.Counted), Unit: "Count"},
+		emf.Metric{Name: "Redelivered", Value: float64(st.Seen), Unit: "Count"},
+		emf.Metric{Name: "CounterUpdates", Value: float64(st.Updates), Unit: "Count"},
+		emf.Metric{Name: "CounterConflicts", Value: float64(st.Conflicts), Unit: "Count"},
+		emf.Metric{Name: "ConsumedWCU", Value: st.WCU, Unit: "Count"},
+	); merr != nil {
+		f.Log.Warn("metrics", slog.String("error", merr.Error()))
+	}
+	return resp, err
+}
