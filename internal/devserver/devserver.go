@@ -95,6 +95,11 @@ func Run(ctx context.Context, o Options) error {
 	mux.Handle("POST "+ingest.Route, h.HTTP)
 	mux.Handle("GET "+query.EventsRoute, qh.HTTP)
 	mux.Handle("GET "+query.QuarantineRoute, qh.HTTP)
+	mux.Handle("GET "+query.CountsRoute, qh.HTTP)
+	mux.Handle("GET "+query.SourcesRoute, qh.HTTP)
+	if err := startCounter(ctx, out, client, endpoint, o.Table, cfg.Retention, log); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -105,22 +110,29 @@ func Run(ctx context.Context, o Options) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	defer httpSrv.Close()
-	fmt.Fprintf(out, "serving POST %s%s, GET %s%s and GET %s%s\n", base, ingest.Route, base, query.EventsRoute, base, query.QuarantineRoute)
+	fmt.Fprintf(out, "serving POST %s%s and GET %s, %s, %s and %s on %s\n", base, ingest.Route,
+		query.EventsRoute, query.QuarantineRoute, query.CountsRoute, query.SourcesRoute, base)
 
 	if o.Samples != "" {
 		if err := replay(ctx, out, h, base, o.Samples); err != nil {
 			return err
 		}
-		if err := printStored(ctx, out, client, o.Table); err != nil {
+		stored, err := printStored(ctx, out, client, o.Table)
+		if err != nil {
 			return err
 		}
 		if err := sampleQuery(ctx, out, base, o.Samples); err != nil {
 			return err
 		}
+		if err := dashboards(ctx, out, base, stored); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(out, "\nsend your own events, then read them back:\n  curl -si -X POST %s%s -H 'content-type: application/json' \\\n"+
 		"    -d '{\"id\":\"1\",\"source\":\"my-service\",\"type\":\"com.example.hello\",\"data\":{\"hello\":\"world\"}}'\n"+
-		"  curl -s '%s%s?source=my-service&consistent=true'\n  curl -s '%s%s'\n", base, ingest.Route, base, query.EventsRoute, base, query.QuarantineRoute)
+		"  curl -s '%s%s?source=my-service&consistent=true'\n  curl -s '%s%s'\n"+
+		"  curl -s '%s%s?source=my-service&interval=1m'\n  curl -s '%s%s'\n",
+		base, ingest.Route, base, query.EventsRoute, base, query.QuarantineRoute, base, query.CountsRoute, base, query.SourcesRoute)
 	fmt.Fprintln(out, "serving until Ctrl-C")
 	if o.OnServing != nil {
 		o.OnServing(base)
@@ -231,13 +243,13 @@ func sampleQuery(ctx context.Context, out io.Writer, base, dir string) error {
 
 // printStored lists what the table holds: events by source, day and shard,
 // and the quarantine.
-func printStored(ctx context.Context, out io.Writer, client *dynamodb.Client, table string) error {
+func printStored(ctx context.Context, out io.Writer, client *dynamodb.Client, table string) (int, error) {
 	var evs, quar [][]string
 	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("scan %s: %w", table, err)
+			return 0, fmt.Errorf("scan %s: %w", table, err)
 		}
 		for _, it := range page.Items {
 			pkS, skS := str(it[schema.PK]), str(it[schema.SK])
@@ -271,7 +283,7 @@ func printStored(ctx context.Context, out io.Writer, client *dynamodb.Client, ta
 	for _, r := range quar {
 		fmt.Fprintf(tw, "  %s\n", strings.Join(r, "\t"))
 	}
-	return tw.Flush()
+	return len(evs), tw.Flush()
 }
 
 func str(v types.AttributeValue) string {

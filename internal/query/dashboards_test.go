@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +108,26 @@ func TestDashboardRoutes(t *testing.T) {
 		status, _, body := get(t, h, path, vals)
 		if status != 400 || !strings.Contains(body, `"`+bad+`: `) {
 			t.Errorf("%s: %d %s, want 400 naming %s", route, status, body, bad)
+		}
+	}
+}
+
+// TestDashboardSamples: the sample requests in events/ are answered by the
+// handler as Lambda would invoke it.
+func TestDashboardSamples(t *testing.T) {
+	h := handlerFor(t, testdb.Table(t), testdb.Endpoint(t))
+	for _, name := range []string{"api-counts-v2.json", "api-sources-v2.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := h.Invoke(context.Background(), b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		resp := out.(events.APIGatewayV2HTTPResponse)
+		if resp.StatusCode != 200 || (!strings.Contains(resp.Body, `"series":[`) && !strings.Contains(resp.Body, `"sources":[]`)) {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, resp.Body)
 		}
 	}
 }
