@@ -45,7 +45,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{table: testdb.Table(t), want: map[[2]string]ev{}}
+	e := &env{table: testdb.StreamTable(t), want: map[[2]string]ev{}}
 	e.ingest = e.container(t)
 	return e
 }

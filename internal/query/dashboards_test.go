@@ -24,7 +24,7 @@ import (
 // handler, on events written by the ingest handler and counted from the
 // table's stream.
 func TestDashboardRoutes(t *testing.T) {
-	table := testdb.Table(t)
+	table := testdb.StreamTable(t)
 	client := testdb.Client(t, testdb.Endpoint(t))
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
 	var k events.KinesisEvent

@@ -66,7 +66,7 @@ const (
 func loadBurst(t *testing.T) *burst {
 	t.Helper()
 	burstOnce.Do(func() {
-		b := &burst{table: testdb.Table(t)}
+		b := &burst{table: testdb.SharedTable(t)}
 		var all []ev
 		for h := range 16 {
 			start := now.Add(-15*time.Hour - time.Duration(h+1)*time.Hour)

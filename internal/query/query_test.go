@@ -45,7 +45,7 @@ var (
 func loadCorpus(t testing.TB) *corpus {
 	t.Helper()
 	corpusOnce.Do(func() {
-		c := &corpus{table: testdb.Table(t), source: "sensors/eu#1"}
+		c := &corpus{table: testdb.SharedTable(t), source: "sensors/eu#1"}
 		r := rand.New(rand.NewPCG(7, 7))
 		start := now.Add(-71 * time.Hour)
 		var payloads [][]byte

@@ -137,7 +137,14 @@ func Create(ctx context.Context, c TableAPI, name string) error {
 
 // CreateWith is Create with a GSI of projection p.
 func CreateWith(ctx context.Context, c TableAPI, name string, p Projection) error {
-	_, err := c.CreateTable(ctx, CreateTableInputWith(name, p))
+	return CreateFrom(ctx, c, CreateTableInputWith(name, p))
+}
+
+// CreateFrom is Create from a table definition, such as CreateTableInput's
+// with a change a test needs.
+func CreateFrom(ctx context.Context, c TableAPI, in *dynamodb.CreateTableInput) error {
+	name := aws.ToString(in.TableName)
+	_, err := c.CreateTable(ctx, in)
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
 		return fmt.Errorf("create table %s: %w", name, err)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/ddbclient"
@@ -55,18 +56,63 @@ func Client(t testing.TB, endpoint string) *dynamodb.Client {
 	return ddbclient.Static(endpoint, 32)
 }
 
-// Table creates a new, empty table with shardline's schema and returns its
-// name.
+// Table creates a new, empty table with shardline's schema, but without
+// its stream, and returns its name. Use StreamTable for a test that reads
+// the stream.
+//
+// DynamoDB Local keeps a table's stream records for 24 hours, after the
+// table is deleted too, and every later write in the process pays for them
+// (it looks up its stream among them): one test's 20,000 writes made the next
+// test's 12,000 ten times slower. Only tests that read the stream pay that.
 func Table(t testing.TB) string {
 	t.Helper()
+	in := schema.CreateTableInput(name(t))
+	in.StreamSpecification = nil
+	return create(t, in, false)
+}
+
+// SharedTable is Table for a corpus that several tests read: it lives as
+// long as the test binary, whichever test made it.
+func SharedTable(t testing.TB) string {
+	t.Helper()
+	in := schema.CreateTableInput(name(t))
+	in.StreamSpecification = nil
+	return create(t, in, true)
+}
+
+// StreamTable creates a new, empty table exactly as the stack defines it,
+// its stream included, and returns its name.
+func StreamTable(t testing.TB) string {
+	t.Helper()
+	return create(t, schema.CreateTableInput(name(t)), false)
+}
+
+func name(t testing.TB) string {
 	name := fmt.Sprintf("t%d-%s", tables.Add(1), sanitize(t.Name()))
 	if len(name) > 200 {
 		name = name[:200]
 	}
-	if err := schema.Create(context.Background(), Client(t, Endpoint(t)), name); err != nil {
+	return name
+}
+
+// create creates the table of in; unless keep, it is deleted when the test
+// ends.
+func create(t testing.TB, in *dynamodb.CreateTableInput, keep bool) string {
+	t.Helper()
+	client := Client(t, Endpoint(t))
+	if err := schema.CreateFrom(context.Background(), client, in); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
-	return name
+	if keep {
+		return aws.ToString(in.TableName)
+	}
+	// Free what DynamoDB Local holds of the table once the test is done.
+	t.Cleanup(func() {
+		if _, err := client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: in.TableName}); err != nil {
+			t.Errorf("delete table %s: %v", aws.ToString(in.TableName), err)
+		}
+	})
+	return aws.ToString(in.TableName)
 }
 
 func sanitize(s string) string {
