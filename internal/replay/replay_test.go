@@ -1,8 +1,10 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -164,10 +166,16 @@ func TestDryRunWritesNothing(t *testing.T) {
 	quarantineMix(t, e)
 	before, writes := e.scan(t), e.writes()
 	var listed []Result
-	dry, err := e.replayer(200_000).Run(context.Background(), Options{Range: everything, DryRun: true,
+	var log bytes.Buffer
+	r := e.replayer(200_000)
+	r.Log = slog.New(slog.NewTextHandler(&log, nil))
+	dry, err := r.Run(context.Background(), Options{Range: everything, DryRun: true, ProgressRecords: 1,
 		OnRecord: func(r Result) { listed = append(listed, r) }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "msg=\"replay progress\" read=8 checked=8 now_valid=4 events=4 still_invalid=4") {
+		t.Errorf("progress: %s", log.String())
 	}
 	if n := e.writes() - writes; n != 0 {
 		t.Errorf("the dry run made %d write requests", n)
