@@ -185,6 +185,18 @@ func (r *Replayer) Run(ctx context.Context, o Options) (Summary, error) {
 func (r *Replayer) page(ctx context.Context, recs []Record, o Options) ([]Result, error) {
 	results := make([]Result, len(recs))
 	verdicts := make([]*verdict, len(recs))
+	r.check(ctx, recs, o, results, verdicts)
+	marks := decide(recs, verdicts, results, o.DryRun)
+	r.markAll(ctx, recs, verdicts, marks, results)
+	return results, stopping(ctx, results)
+}
+
+// check finds each record's verdict: a record an earlier replay stored is
+// skipped; one the quarantine kept truncated cannot be checked; the others
+// go through ingest.Reingest, which stores their valid events unless this
+// is a dry run. A record whose events could not all be stored fails, and
+// gets no verdict.
+func (r *Replayer) check(ctx context.Context, recs []Record, o Options, results []Result, verdicts []*verdict) {
 	var in []ingest.Quarantined
 	var at []int
 	for i, rec := range recs {
@@ -200,22 +212,27 @@ func (r *Replayer) page(ctx context.Context, recs []Record, o Options) ([]Result
 			at = append(at, i)
 		}
 	}
-	if len(in) > 0 {
-		sctx, cancel := context.WithTimeout(ctx, o.BatchTimeout)
-		got := r.Ingest.Reingest(sctx, in, o.DryRun)
-		cancel()
-		for k, g := range got {
-			i := at[k]
-			if g.Err != nil {
-				results[i].Action = Failed
-				results[i].Err = fmt.Errorf("store the events of %s: %w", recs[i].Name(), g.Err)
-				continue
-			}
-			v := judge(g)
-			verdicts[i] = &v
-		}
+	if len(in) == 0 {
+		return
 	}
-	var marks []int
+	ctx, cancel := context.WithTimeout(ctx, o.BatchTimeout)
+	defer cancel()
+	for k, g := range r.Ingest.Reingest(ctx, in, o.DryRun) {
+		i := at[k]
+		if g.Err != nil {
+			results[i].Action = Failed
+			results[i].Err = fmt.Errorf("store the events of %s: %w", recs[i].Name(), g.Err)
+			continue
+		}
+		v := judge(g)
+		verdicts[i] = &v
+	}
+}
+
+// decide turns the verdicts into actions, and lists the records whose mark
+// must be written: every record stored now, and every record still invalid
+// whose outcome differs from its mark. A dry run writes none.
+func decide(recs []Record, verdicts []*verdict, results []Result, dryRun bool) (marks []int) {
 	for i, v := range verdicts {
 		if v == nil {
 			continue
@@ -231,12 +248,11 @@ func (r *Replayer) page(ctx context.Context, recs []Record, o Options) ([]Result
 		default:
 			res.Action = Invalid
 		}
-		if !o.DryRun {
+		if !dryRun {
 			marks = append(marks, i)
 		}
 	}
-	r.markAll(ctx, recs, verdicts, marks, results)
-	return results, stopping(ctx, results)
+	return marks
 }
 
 // markAll writes the marks of recs[marks], a few at a time.
