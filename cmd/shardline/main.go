@@ -5,6 +5,8 @@
 //	shardline advise  shard counts for a source, checked by the partition simulator
 //	shardline heatsim simulate partition heat under several key designs
 //	shardline bench   measure shardline against the naive design (make bench)
+//	shardline quarantine list|replay
+//	                  list quarantined records; replay them under the current rules
 //
 // Run "shardline <command> -h" for a command's flags. Each command lives in
 // its own file; this one only dispatches.
@@ -33,6 +35,7 @@ var commands = []command{
 	{"advise", "shard and GSI shard counts for a source, checked by the simulator", advise},
 	{"heatsim", "simulate partition heat under the naive key designs and shardline's", heat},
 	{"bench", "measure ingest, queries and cold start against the naive design", bench},
+	{"quarantine", "list quarantined records, or replay them under the current rules", quarantine},
 }
 
 // usage lists the commands.
@@ -40,7 +43,7 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString("shardline: tools for the shardline event pipeline\n\nusage:\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-26s %s\n", "shardline "+c.name+" [flags]", c.summary)
+		fmt.Fprintf(&b, "  %-30s %s\n", "shardline "+c.name+" [flags]", c.summary)
 	}
 	b.WriteString("\nRun \"shardline <command> -h\" for the flags of a command.\n")
 	return b.String()

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -47,17 +48,9 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 		reject := func(raw []byte, reason string, o item.Origin) {
 			units = append(units, rejectedUnit(i, raw, reason, o, arrival))
 		}
-		raws, array, err := cloudevent.Split(rec.Kinesis.Data)
-		switch {
-		case err != nil:
-			reject(rec.Kinesis.Data, err.Error(), origin)
-			continue
-		case len(raws) == 0:
-			reject(rec.Kinesis.Data, "record: holds an empty array, no events", origin)
-			continue
-		case len(raws) > MaxRequestEvents:
-			// One record must not fan out into unbounded writes.
-			reject(rec.Kinesis.Data, fmt.Sprintf("record: holds %d events; at most %d per record", len(raws), MaxRequestEvents), origin)
+		raws, array, reason := splitRecord(rec.Kinesis.Data)
+		if reason != "" {
+			reject(rec.Kinesis.Data, reason, origin)
 			continue
 		}
 		for j, raw := range raws {
@@ -96,6 +89,23 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 	}
 	h.report(ctx, "kinesis", accepted, rejected, failed, st, start)
 	return resp, nil
+}
+
+// splitRecord splits a record's data into its events, one or a JSON array,
+// or says why the record is refused whole. Replay reads quarantined records
+// with it too (reingest.go), so that both apply the same rules.
+func splitRecord(data []byte) (raws []json.RawMessage, array bool, reason string) {
+	raws, array, err := cloudevent.Split(data)
+	switch {
+	case err != nil:
+		return nil, array, err.Error()
+	case len(raws) == 0:
+		return nil, array, "record: holds an empty array, no events"
+	case len(raws) > MaxRequestEvents:
+		// One record must not fan out into unbounded writes.
+		return nil, array, fmt.Sprintf("record: holds %d events; at most %d per record", len(raws), MaxRequestEvents)
+	}
+	return raws, array, ""
 }
 
 // shardID takes the shard from a Kinesis event ID,

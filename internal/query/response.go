@@ -27,6 +27,16 @@ type Record struct {
 	RawSize    int            `json:"raw_size,omitempty"`  // bytes received, when long
 	Truncated  bool           `json:"truncated,omitempty"` // raw holds only the first bytes
 	Origin     map[string]any `json:"origin"`
+	Replay     *Replay        `json:"replay,omitempty"` // absent until a replay marks it
+}
+
+// Replay is the mark "shardline quarantine replay" left on a record: when
+// it last changed the outcome, the state ("stored": its events are stored,
+// replays skip it; "invalid": still refused) and the outcome in words.
+type Replay struct {
+	At      string `json:"at"`
+	State   string `json:"state"`
+	Outcome string `json:"outcome"`
 }
 
 // QuarantineResponse is the body of a 200 answer to GET /v1/quarantine.
@@ -58,6 +68,9 @@ func record(it map[string]types.AttributeValue) Record {
 				r.Origin[k] = n
 			}
 		}
+	}
+	if rp, ok := item.ReplayOf(it); ok {
+		r.Replay = &Replay{At: rp.At.Format(time.RFC3339Nano), State: string(rp.State), Outcome: rp.Outcome}
 	}
 	return r
 }

@@ -32,6 +32,10 @@ const (
 	Reason  = "reason"   // quarantine: why the record was not ingested
 	Origin  = "origin"   // quarantine: where the record came from (a map)
 
+	ReplayedAt    = "replayed_at"    // quarantine: when a replay last changed the outcome below (RFC 3339 UTC)
+	ReplayState   = "replay_state"   // quarantine: what that replay found, item.ReplayStored or item.ReplayInvalid
+	ReplayOutcome = "replay_outcome" // quarantine: its outcome, "stored: 2 events" or "still invalid: <reason>"
+
 	Schedule = "sched" // shard-count record: the list of steps
 	Version  = "ver"   // shard-count record: optimistic-lock version
 	Hours    = "hrs"   // hour index: the UTC hours of a day that hold events (a number set)

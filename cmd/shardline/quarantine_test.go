@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// TestQuarantineCommands: list, replay -dry-run, replay and replay again,
+// configured as an operator would be: the ingest function's variables with
+// MAX_EVENT_BYTES raised, and the SDK's default chain pointed at DynamoDB
+// Local by AWS_ENDPOINT_URL_DYNAMODB.
+func TestQuarantineCommands(t *testing.T) {
+	table, endpoint := testdb.Table(t), testdb.Endpoint(t)
+	h := ingest.New(ingest.DefaultConfig(table), testdb.Client(t, endpoint), ingest.Options{})
+	arrival := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
+	big := fmt.Sprintf(`{"specversion":"1.0","id":"b1","source":"big","type":"t","data":"%s"}`, strings.Repeat("x", 100_000))
+	long := fmt.Sprintf(`{"specversion":"1.0","id":"%s","source":"big","type":"t"}`, strings.Repeat("i", 300))
+	var kev events.KinesisEvent
+	for i, data := range []string{big, long} {
+		kev.Records = append(kev.Records, events.KinesisEventRecord{
+			EventSource: "aws:kinesis", EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/s", EventID: fmt.Sprintf("shardId-000000000000:%d", i),
+			Kinesis: events.KinesisRecord{Data: []byte(data), SequenceNumber: fmt.Sprint(i + 1),
+				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: arrival}},
+		})
+	}
+	if resp, err := h.Kinesis(context.Background(), kev); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("%v %v", err, resp.BatchItemFailures)
+	}
+	for k, v := range map[string]string{
+		"EVENTS_TABLE": table, "MAX_EVENT_BYTES": "200000",
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+	} {
+		t.Setenv(k, v)
+	}
+	rng := []string{"--from", arrival.Add(-time.Hour).Format(time.RFC3339), "--to", fmt.Sprint(time.Now().Add(time.Minute).UnixMilli())}
+	sh := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(append(args, rng...), &out, &errb)
+		return code, "\n" + out.String(), errb.String()
+	}
+	steps := []struct {
+		args []string
+		out  []string
+	}{
+		{[]string{"quarantine", "list"}, []string{`"reason":"event: is 1000`, `"reason":"id: is 300 bytes`}},
+		{[]string{"quarantine", "replay", "--dry-run"}, []string{"\ndry run: nothing is written; what a replay would do with each record:\n", "dry run (nothing written)", "MAX_EVENT_BYTES 200000",
+			"\nstored     " + arrival.Format(time.RFC3339Nano) + " shardId-000000000000 1  stored: 1 event\n",
+			"\ninvalid    ", "now valid         1 (1 event to store)", "still invalid     1 (0 unchanged"}},
+		{[]string{"quarantine", "replay"}, []string{"now valid         1 (1 event stored)", "still invalid     1 (0 unchanged"}},
+		{[]string{"quarantine", "replay"}, []string{"checked           1", "now valid         0", "still invalid     1 (1 unchanged", "already replayed  1"}},
+		{[]string{"quarantine", "list", "-reason", "event: is "}, []string{`"replay":{"at":"`, `"state":"stored","outcome":"stored: 1 event"`}},
+	}
+	for _, s := range steps {
+		code, out, errs := sh(s.args...)
+		for _, w := range s.out {
+			if code != 0 || !strings.Contains(out, w) {
+				t.Fatalf("shardline %v: code %d, out %q, err %q; want %q in the output", s.args, code, out, errs, w)
+			}
+		}
+	}
+	// The event is stored once, with its record's arrival as its time.
+	_, out, _ := sh("quarantine", "list", "-reason", "event: is ")
+	var l struct {
+		ReceivedAt string `json:"received_at"`
+	}
+	if json.Unmarshal([]byte(out), &l) != nil || l.ReceivedAt != arrival.Format(time.RFC3339Nano) {
+		t.Fatalf("list: %s", out)
+	}
+
+	t.Setenv("EVENTS_TABLE", "no-such-table")
+	if code, _, errs := sh("quarantine", "replay"); code != 1 || !strings.Contains(errs, "shardline: quarantine replay: read the quarantine of table no-such-table") {
+		t.Errorf("a missing table: code %d, %q", code, errs)
+	}
+	t.Setenv("EVENTS_TABLE", "")
+	if code, _, errs := sh("quarantine", "replay"); code != 1 || !strings.Contains(errs, "EVENTS_TABLE is required") {
+		t.Errorf("no table: code %d, %q", code, errs)
+	}
+	if code, out, errs := sh("quarantine", "list", "-table", table); code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(errs, "2 quarantined records") {
+		t.Errorf("-table: code %d, %q, %q", code, out, errs)
+	}
+}
+
+// TestQuarantineCommandLine: mistakes are refused with a message that says
+// what to do, before anything is read.
+func TestQuarantineCommandLine(t *testing.T) {
+	cases := []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"quarantine"}, "quarantine needs a subcommand: list or replay"},
+		{[]string{"quarantine", "bogus"}, "no such subcommand; use list or replay"},
+		{[]string{"quarantine", "replay"}, "-from is required"},
+		{[]string{"quarantine", "replay", "-from", "yesterday"}, `-from: "yesterday" is neither an RFC 3339 time`},
+		{[]string{"quarantine", "list", "-from", "2026-11-22", "-to", "2026-11-21"}, "-from 2026-11-22T00:00:00Z is not before -to 2026-11-21T00:00:00Z"},
+		{[]string{"quarantine", "replay", "-from", "2026-11-22", "extra"}, "takes no arguments"},
+		{[]string{"quarantine", "list", "-dry-run", "-from", "2026-11-22"}, "flag provided but not defined: -dry-run"},
+	}
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		if code := run(c.args, &out, &errb); code != 1 || !strings.Contains(errb.String(), c.err) {
+			t.Errorf("shardline %v: code %d, err %q; want %q", c.args, code, errb.String(), c.err)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"quarantine", "replay", "-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "dynamodb:BatchWriteItem on E#") {
+		t.Errorf("replay -h: code %d, %q", code, errb.String())
+	}
+}
