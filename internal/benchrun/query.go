@@ -19,6 +19,7 @@ import (
 type QueryRow struct {
 	Source    string  `json:"source"`
 	Query     string  `json:"query"`
+	Asked     string  `json:"asked"` // "by cost" (the default), "gsi" (forced) or "consistent"
 	Path      string  `json:"path"`
 	Events    int     `json:"events"`
 	Requests  int     `json:"requests"`
@@ -63,19 +64,23 @@ func loadQueryData(ctx context.Context, client *dynamodb.Client, table string, n
 }
 
 // queries runs "the newest 100 events of the last hour / 24 hours / 7
-// days" for each source on each path, five times, and keeps the median
-// latency.
+// days" for each source as the handler chooses by cost, on the GSI forced,
+// and consistent, six times, and keeps the median latency of the last five.
 func queries(ctx context.Context, client *dynamodb.Client, table string, now time.Time) ([]QueryRow, error) {
-	h := query.NewHandler(query.Config{Table: table}, client, query.Options{Now: func() time.Time { return now }})
 	var rows []QueryRow
 	for _, s := range sources {
 		for _, w := range []struct {
 			name string
 			span time.Duration
 		}{{"newest 100 of 1 h", time.Hour}, {"newest 100 of 24 h", 24 * time.Hour}, {"newest 100 of 7 d", 7 * 24 * time.Hour}} {
-			for _, consistent := range []bool{false, true} {
+			for _, asked := range []string{"by cost", query.PathGSI, "consistent"} {
+				o := query.Options{Now: func() time.Time { return now }}
+				if asked == query.PathGSI {
+					o.Path = query.PathGSI
+				}
+				h := query.NewHandler(query.Config{Table: table}, client, o)
 				q := url.Values{"source": {s.name}, "limit": {"100"}, "from": {now.Add(-w.span).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
-				if consistent {
+				if asked == "consistent" {
 					q.Set("consistent", "true")
 				}
 				req := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: query.EventsRoute, RawQueryString: q.Encode()}
@@ -95,9 +100,9 @@ func queries(ctx context.Context, client *dynamodb.Client, table string, now tim
 					}
 					lat = append(lat, float64(d.Microseconds())/1000)
 				}
-				lat = lat[1:] // the first warms the shard-record cache, as in a busy container
+				lat = lat[1:] // the first warms the container's caches, as in a busy container
 				sort.Float64s(lat)
-				rows = append(rows, QueryRow{Source: s.name, Query: w.name, Path: last.Plan.Path, Events: len(last.Events),
+				rows = append(rows, QueryRow{Source: s.name, Query: w.name, Asked: asked, Path: last.Plan.Path, Events: len(last.Events),
 					Requests: last.Plan.Requests, RCU: last.Plan.ConsumedRCU, LatencyMs: lat[len(lat)/2]})
 			}
 		}

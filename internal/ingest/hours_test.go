@@ -63,6 +63,20 @@ func TestHourIndexMarksEveryHourOncePerContainer(t *testing.T) {
 	if got := e.hoursOf(t, "svc", bucketing.Day(day)); !reflect.DeepEqual(got, []int{3, 7, 9, 11}) {
 		t.Fatalf("hours %v, want [3 7 9 11]", got)
 	}
+	// Each container added its first batch's count of each hour it marked:
+	// a lower bound of the hour's events (hour 3 holds 7, hour 11 6).
+	d, _, err := shardmap.ReadDay(context.Background(), e.client, e.table, bucketing.Stream{Space: bucketing.Events, Source: "svc"}, bucketing.Day(day))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h, want := range map[int]int{3: 2, 7: 2, 9: 1, 11: 1, 0: 0, 12: 0} {
+		if got := d.Hint(h); got != want {
+			t.Errorf("hour %d: hint %d, want %d", h, got, want)
+		}
+	}
+	if d.Sched == nil || !d.Indexed || d.Marked(5) || !d.Marked(9) {
+		t.Errorf("day %+v", d)
+	}
 }
 
 // TestHourMarkerFailureFailsItsEvents: an event is never stored while its

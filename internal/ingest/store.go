@@ -133,9 +133,10 @@ type resolved struct {
 // nothing they write may be shared with the loop that starts them.
 //
 // For an event stream it then marks, in the day's hour index, the hours the
-// batch writes in (hours[i], a bit per UTC hour, for keys[i]), before any of those events is
-// written: a reader skips an hour without a marker.
-func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours []uint32) []resolved {
+// batch writes in (hours[i], the batch's events per UTC hour, for keys[i]),
+// before any of those events is written: a reader skips an hour without a
+// marker.
+func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours [][24]int32) []resolved {
 	out := make([]resolved, len(keys))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -165,7 +166,7 @@ func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours []uint32
 func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []item.Item, idx []int, err error) {
 	slot := map[schedKey]int{}
 	var keys []schedKey
-	var hours []uint32
+	var hours [][24]int32
 	for _, u := range todo {
 		k := units[u].schedKey()
 		i, ok := slot[k]
@@ -173,10 +174,10 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 			i = len(keys)
 			slot[k] = i
 			keys = append(keys, k)
-			hours = append(hours, 0)
+			hours = append(hours, [24]int32{})
 		}
 		if e := units[u].event; e != nil {
-			hours[i] |= 1 << e.Time.UTC().Hour()
+			hours[i][e.Time.UTC().Hour()]++
 		}
 	}
 	res := h.schedules(ctx, keys, hours)

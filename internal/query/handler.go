@@ -42,6 +42,9 @@ type Options struct {
 	Logger  *slog.Logger
 	Metrics *emf.Logger
 	Now     func() time.Time
+	// Path, PathGSI or PathScatter, serves every eventually consistent
+	// page from that path; empty (the default) takes the cheaper one.
+	Path string
 }
 
 // NewHandler returns a Handler reading through client.
@@ -53,7 +56,7 @@ func NewHandler(cfg Config, client API, o Options) *Handler {
 	if h.now == nil {
 		h.now = time.Now
 	}
-	h.reader = &Reader{Client: client, Table: cfg.Table, Concurrency: cfg.Concurrency, Now: h.now}
+	h.reader = &Reader{Client: client, Table: cfg.Table, Concurrency: cfg.Concurrency, Now: h.now, Path: o.Path}
 	return h
 }
 

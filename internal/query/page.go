@@ -40,11 +40,11 @@ func (c *collector) full() bool {
 // need is how many more rows the page can use.
 func (c *collector) need() int { return c.limit + 1 - len(c.rows) }
 
-// page reads one page of kind on path via.
-func (r *Reader) page(ctx context.Context, kind Kind, p *Params, via path, reason string) (Page, error) {
-	rn := r.newRun(kind, p, via)
+// page reads the run's page on its path.
+func (rn *run) page(ctx context.Context, reason string) (Page, error) {
+	p := rn.p
 	rows, err := rn.collect(ctx)
-	if err == nil && via.lean() {
+	if err == nil && rn.via.lean() {
 		err = rn.fill(ctx, rows[:min(len(rows), p.Limit)])
 	}
 	if err != nil {

@@ -11,24 +11,37 @@ import (
 
 // Why a path serves a page, as the plan says it.
 const (
-	reasonConsistent = "consistent=true: strongly consistent reads come from the base table's shards"
-	reasonGSI        = "the GSI serves eventually consistent reads, one hour bucket at a time"
-	reasonFallback   = "the GSI could not serve (%s): read the base table's shards instead"
-	reasonQuarantine = "the quarantine is read from the base table's shards"
+	reasonConsistent  = "consistent=true: strongly consistent reads come from the base table's shards"
+	reasonGSI         = "the GSI serves eventually consistent reads, one hour bucket at a time"
+	reasonCostGSI     = "cost: the GSI, about %d hour buckets in %d queries, against %d days in %d queries on the base table's shards"
+	reasonCostScatter = "cost: the base table's shards, %d days in %d queries, against about %d hour buckets in %d queries on the GSI"
+	reasonForced      = "the reader is set to read the base table's shards"
+	reasonFallback    = "the GSI could not serve (%s): read the base table's shards instead"
+	reasonQuarantine  = "the quarantine is read from the base table's shards"
 )
 
-// Events reads one page of p.Source's events: from the GSI unless
-// p.Consistent, falling back to the base table when the GSI cannot serve.
+// Events reads one page of p.Source's events. A consistent page comes from
+// the base table's shards; any other from the path that costs fewer
+// requests (cost.go), and from the base table when the GSI cannot serve.
 func (r *Reader) Events(ctx context.Context, p Params) (Page, error) {
 	r.init()
 	if p.Consistent {
-		return r.page(ctx, Events, &p, scatter{}, reasonConsistent)
+		return r.newRun(Events, &p, scatter{consistent: true}).page(ctx, reasonConsistent)
 	}
-	pg, err := r.page(ctx, Events, &p, gsi{}, reasonGSI)
-	if err == nil || !ddberr.IndexUnavailable(err) {
+	rn := r.newRun(Events, &p, gsi{})
+	via, reason, err := rn.choose(ctx)
+	if err != nil {
+		if !ddberr.IndexUnavailable(err) {
+			return rn.result(nil, reasonGSI), rn.fail(ctx, err)
+		}
+		via, reason = gsi{}, reasonGSI // the fallback below reads the base table
+	}
+	rn.via = via
+	pg, err := rn.page(ctx, reason)
+	if err == nil || !ddberr.IndexUnavailable(err) || via.name() != PathGSI {
 		return pg, err
 	}
-	fb, err := r.page(ctx, Events, &p, scatter{}, fmt.Sprintf(reasonFallback, ddberr.Code(err)))
+	fb, err := r.newRun(Events, &p, scatter{}).page(ctx, fmt.Sprintf(reasonFallback, ddberr.Code(err)))
 	fb.Plan.Requests += pg.Plan.Requests
 	fb.Plan.ConsumedRCU += pg.Plan.ConsumedRCU
 	return fb, err
@@ -37,7 +50,7 @@ func (r *Reader) Events(ctx context.Context, p Params) (Page, error) {
 // Quarantine reads one page of the quarantine, by time received.
 func (r *Reader) Quarantine(ctx context.Context, p Params) (Page, error) {
 	r.init()
-	return r.page(ctx, Quarantine, &p, scatter{}, reasonQuarantine)
+	return r.newRun(Quarantine, &p, scatter{consistent: true}).page(ctx, reasonQuarantine)
 }
 
 // bounds is what a page of p reads: the part of the range after the

@@ -217,7 +217,7 @@ func TestUnneededBucketErrorDoesNotFailPage(t *testing.T) {
 		}
 		return nil, nil
 	})
-	h := handlerFor(t, b.table, p.URL)
+	h := handlerOn(t, b.table, p.URL, PathGSI) // the path that looks ahead over hours
 	for _, consistent := range []bool{false, true} {
 		want := PathGSI
 		if consistent {

@@ -66,9 +66,13 @@ type Reader struct {
 	Table       string
 	Concurrency int              // requests in flight per page; default DefaultConcurrency
 	Now         func() time.Time // default time.Now
+	// Path, when set to PathGSI or PathScatter, serves every eventually
+	// consistent page of events from that path instead of the cheaper one:
+	// for tests and benchmarks that compare the two.
+	Path string
 
-	registry *shardmap.Registry // reads shard records, and caches them for the GSI path
-	once     sync.Once
+	days dayCache // what pages learned of each day: schedules, hour indexes
+	once sync.Once
 }
 
 func (r *Reader) init() {
@@ -76,7 +80,6 @@ func (r *Reader) init() {
 		if r.Now == nil {
 			r.Now = time.Now
 		}
-		r.registry = &shardmap.Registry{Client: r.Client, Table: r.Table, Now: r.Now}
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/shardmap"
 )
 
 // run is the work of one page on one path: what it reads, and what its
@@ -18,6 +20,7 @@ type run struct {
 	via  path
 	b    bounds
 	sem  chan struct{} // bounds the requests in flight
+	memo *dayMemo      // the days this page has read
 
 	mu   sync.Mutex
 	reqs int
@@ -29,7 +32,8 @@ func (r *Reader) newRun(kind Kind, p *Params, via path) *run {
 	if conc <= 0 {
 		conc = DefaultConcurrency
 	}
-	return &run{r: r, kind: kind, p: p, via: via, b: boundsOf(p), sem: make(chan struct{}, conc)}
+	memo := &dayMemo{days: map[string]shardmap.Day{}, fresh: map[string]bool{}, busy: map[string]chan struct{}{}}
+	return &run{r: r, kind: kind, p: p, via: via, b: boundsOf(p), sem: make(chan struct{}, conc), memo: memo}
 }
 
 func (rn *run) acquire(ctx context.Context) error {

@@ -98,8 +98,12 @@ func TestNoQueryCrossesSources(t *testing.T) {
 		"attribute_not_exists(#pk)":             true,
 		"#v = :v":                               true,
 		"#pk, #sk, #ev":                         true, // a lean GSI page fetching its events
+		"#pk = :pk":                             true, // a day's shard record and hour index
 	}
 	names := map[string]bool{"pk": true, "sk": true, "gpk": true, "type": true, "subject": true, "ver": true, "ev": true, "hrs": true, "exp": true}
+	for h := range 24 {
+		names[fmt.Sprintf("n%02d", h)] = true // the hour index's hints
+	}
 	n := 0
 	for _, b := range bodies {
 		var in struct {

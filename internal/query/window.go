@@ -15,7 +15,8 @@ const aheadPartitions = 16
 //
 // The first window opens one segment. Each time the merge comes back for
 // more, the range was sparse so far, and the next window opens twice as
-// many, up to aheadPartitions partitions. The first segment of a window is
+// many, up to aheadPartitions partitions, but no more than the hour
+// indexes' hints (lower bounds of each bucket's events) say the page needs. The first segment of a window is
 // asked for all the page can use, split over its partitions; the others,
 // opened ahead of need, share half of that, since the page reads them only
 // if the first falls short. A partition that runs short is refilled lazily,
@@ -59,6 +60,17 @@ func (w *window) next(n int) (*segment, error) {
 // openAhead starts opening the next window of segments.
 func (w *window) openAhead(n int) {
 	k := min(w.size, len(w.starts), max(1, aheadPartitions/w.width))
+	// and no more than the hour indexes' hints say the page needs
+	for i, sum := 0, 0; i < k; i++ {
+		h := w.rn.hint(w.starts[i])
+		if h < 0 {
+			break
+		}
+		if sum += h; sum >= n {
+			k = i + 1
+			break
+		}
+	}
 	for i, start := range w.starts[:k] {
 		seg := &segment{start: start, ready: make(chan struct{})}
 		w.opened = append(w.opened, seg)

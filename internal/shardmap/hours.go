@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,9 @@ import (
 
 // hoursSK is the sort key of a day's hour index, beside its shard record.
 const hoursSK = "hours"
+
+// hintPrefix names an hour's hint in the hour index: "n07" for 07:00–08:00.
+const hintPrefix = "n"
 
 // HoursAPI is the part of the DynamoDB client the hour index writes with.
 type HoursAPI interface {
@@ -59,28 +63,49 @@ type hourKey struct {
 // memory starts again, which costs one idempotent write per hour.
 const maxMarked = 1 << 16
 
-// Mark records that stream wrote events on day in the UTC hours whose bits
-// are set in hours (bit 0 for 00:00–01:00).
-func (h *Hours) Mark(ctx context.Context, s bucketing.Stream, day string, hours uint32) error {
+// Mark records that stream is about to write, on day, counts[h] events in
+// each UTC hour h (0 for 00:00–01:00) where counts[h] > 0.
+//
+// Beside each hour it adds a hint: how many events the writer knew of when
+// it marked the hour. Each container adds its first batch's count once, so
+// the hint is a lower bound of the hour's events (writes may still fail),
+// near the truth for a quiet hour and far above one for a busy one: enough
+// for a reader to price a page, never to decide what it returns.
+func (h *Hours) Mark(ctx context.Context, s bucketing.Stream, day string, counts [24]int32) error {
+	var hours uint32
+	for hr, n := range counts {
+		if n > 0 {
+			hours |= 1 << hr
+		}
+	}
 	todo := h.unmarked(s, day, hours)
 	if len(todo) == 0 {
 		return nil
 	}
 	set := make([]string, len(todo))
+	names := map[string]string{"#h": schema.Hours}
+	values := map[string]types.AttributeValue{}
+	adds := []string{"#h :h"}
 	for i, hr := range todo {
 		set[i] = strconv.Itoa(hr)
+		k := fmt.Sprintf("%02d", hr)
+		names["#n"+k] = hintPrefix + k
+		values[":n"+k] = &types.AttributeValueMemberN{Value: strconv.Itoa(int(counts[hr]))}
+		adds = append(adds, "#n"+k+" :n"+k)
+	}
+	values[":h"] = &types.AttributeValueMemberNS{Value: set}
+	expr := "ADD " + strings.Join(adds, ", ")
+	if d, err := time.Parse(bucketing.DayLayout, day); err == nil && h.Retention > 0 {
+		expr += " SET #e = :e"
+		names["#e"] = schema.TTL
+		values[":e"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Add(2*24*time.Hour+h.Retention).Unix(), 10)}
 	}
 	in := &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(h.Table),
 		Key:                       HoursKey(s, day),
-		UpdateExpression:          aws.String("ADD #h :h"),
-		ExpressionAttributeNames:  map[string]string{"#h": schema.Hours},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":h": &types.AttributeValueMemberNS{Value: set}},
-	}
-	if d, err := time.Parse(bucketing.DayLayout, day); err == nil && h.Retention > 0 {
-		in.UpdateExpression = aws.String("ADD #h :h SET #e = :e")
-		in.ExpressionAttributeNames["#e"] = schema.TTL
-		in.ExpressionAttributeValues[":e"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Add(2*24*time.Hour+h.Retention).Unix(), 10)}
+		UpdateExpression:          aws.String(expr),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	}
 	if _, err := h.Client.UpdateItem(ctx, in); err != nil {
 		return fmt.Errorf("mark hours %v of %s: %w", todo, s.MetaPK(day), err)

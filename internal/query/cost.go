@@ -1,0 +1,91 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// estimate is what a page would cost on each path: Query requests, counted
+// from the days' hour indexes before any event is read.
+type estimate struct {
+	gsi, scatter int // requests on each path
+	hours, days  int // hour buckets and day buckets the page would open
+	known        bool
+}
+
+// estimateCost walks the page's range in its order, day by day, and adds up
+// the hour indexes' hints until they cover the page (limit and one more)
+// or the range ends. Each hour that may hold events costs the GSI path a
+// query per GSI shard; each day that may hold events costs the scatter path
+// a query per shard. The hints are lower bounds, so the estimate errs
+// towards more hours, never fewer. A day without hints (written before
+// they existed) makes the estimate unknown: the GSI serves, as it always
+// did.
+//
+// What it reads of each day is what the page then reads anyway: the paths
+// take it from the page's memo.
+func (rn *run) estimateCost(ctx context.Context) (estimate, error) {
+	var e estimate
+	need := float64(rn.p.Limit + 1)
+	got := 0.0
+	for _, dayStart := range buckets(rn.b.from, rn.b.to, 24*time.Hour, rn.p.Order) {
+		d, err := rn.day(ctx, bucketing.Day(dayStart), false)
+		if err != nil {
+			return e, err
+		}
+		if d.Sched == nil {
+			continue
+		}
+		from, to := maxTime(dayStart, rn.b.from), minTime(dayStart.Add(24*time.Hour), rn.b.to)
+		opened := false
+		for _, h := range buckets(from, to, time.Hour, rn.p.Order) {
+			hint := d.Hint(h.UTC().Hour())
+			if hint == 0 {
+				continue
+			}
+			if hint < 0 {
+				return estimate{}, nil
+			}
+			if !opened {
+				opened = true
+				e.days++
+				e.scatter += d.Sched.MaxShards()
+			}
+			e.hours++
+			e.gsi += d.Sched.MaxGSIShards()
+			// a range that covers part of an hour holds about that part of its events
+			part := minTime(h.Add(time.Hour), to).Sub(maxTime(h, from)).Hours()
+			if got += float64(hint) * part; got >= need {
+				e.known = true
+				return e, nil
+			}
+		}
+	}
+	e.known = true
+	return e, nil
+}
+
+// choose is the path an eventually consistent page of events takes, and
+// why: the GSI unless the base table's shards cost fewer requests.
+func (rn *run) choose(ctx context.Context) (path, string, error) {
+	if f := rn.r.Path; f != "" {
+		if f == PathScatter {
+			return scatter{}, reasonForced, nil
+		}
+		return gsi{}, reasonGSI, nil
+	}
+	e, err := rn.estimateCost(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if !e.known {
+		return gsi{}, reasonGSI, nil
+	}
+	if e.scatter < e.gsi {
+		return scatter{}, fmt.Sprintf(reasonCostScatter, e.days, e.scatter, e.hours, e.gsi), nil
+	}
+	return gsi{}, fmt.Sprintf(reasonCostGSI, e.hours, e.gsi, e.days, e.scatter), nil
+}

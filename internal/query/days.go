@@ -1,0 +1,172 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// dayCache keeps, per container, what the reader learned of each (stream,
+// day): its schedule, its hour index and hints. An entry is trusted for
+// shardmap.CacheFor, and only to include what it names: a schedule only
+// grows, and a step starts shardmap.Lead after it was written, so a cached
+// one still finds every shard; and an hour the entry lists holds events.
+// An hour the entry does not list may have been marked since, so before a
+// page skips it the page reads the day afresh.
+type dayCache struct {
+	mu   sync.Mutex
+	days map[string]cachedDay
+}
+
+type cachedDay struct {
+	day shardmap.Day
+	at  time.Time
+}
+
+// maxCachedDays bounds the cache; past it the cache starts again.
+const maxCachedDays = 1 << 14
+
+func (c *dayCache) get(key string, now time.Time) (shardmap.Day, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.days[key]
+	if !ok || now.Sub(e.at) > shardmap.CacheFor {
+		return shardmap.Day{}, false
+	}
+	return e.day, true
+}
+
+func (c *dayCache) put(key string, d shardmap.Day, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.days == nil || len(c.days) >= maxCachedDays {
+		c.days = map[string]cachedDay{}
+	}
+	c.days[key] = cachedDay{d, now}
+}
+
+// dayMemo is what one page read of each day, so that it reads a day at
+// most once afresh, however many of its segments ask at once.
+type dayMemo struct {
+	mu    sync.Mutex
+	days  map[string]shardmap.Day
+	fresh map[string]bool
+	busy  map[string]chan struct{} // closed when the read under way ends
+}
+
+// day is what the page knows of day: from this page's own reads, the
+// container's cache unless fresh is asked for, or a read (one request).
+// A page reads a day afresh at most once.
+func (rn *run) day(ctx context.Context, day string, fresh bool) (shardmap.Day, error) {
+	s := rn.stream()
+	key := s.MetaPK(day)
+	m := rn.memo
+	for {
+		m.mu.Lock()
+		d, ok := m.days[key]
+		if ok && (m.fresh[key] || !fresh) {
+			m.mu.Unlock()
+			return d, nil
+		}
+		if !fresh {
+			if d, ok := rn.r.days.get(key, rn.r.Now()); ok {
+				m.days[key] = d
+				m.mu.Unlock()
+				return d, nil
+			}
+		}
+		wait, reading := m.busy[key]
+		if !reading {
+			m.busy[key] = make(chan struct{})
+			m.mu.Unlock()
+			break
+		}
+		m.mu.Unlock()
+		select {
+		case <-wait: // then look again: the read may have failed
+		case <-ctx.Done():
+			return shardmap.Day{}, ctx.Err()
+		}
+	}
+	d, err := rn.readDay(ctx, s, day)
+	m.mu.Lock()
+	if err == nil {
+		m.days[key] = d
+		m.fresh[key] = true
+	}
+	close(m.busy[key])
+	delete(m.busy, key)
+	m.mu.Unlock()
+	if err != nil {
+		return shardmap.Day{}, err
+	}
+	if d.Sched != nil {
+		rn.r.days.put(key, d, rn.r.Now())
+	}
+	return d, nil
+}
+
+// readDay reads day's shard record and hour index: one request.
+func (rn *run) readDay(ctx context.Context, s bucketing.Stream, day string) (shardmap.Day, error) {
+	if err := rn.acquire(ctx); err != nil {
+		return shardmap.Day{}, err
+	}
+	defer rn.release()
+	d, rcu, err := shardmap.ReadDay(ctx, rn.r.Client, rn.r.Table, s, day)
+	rn.count(1, rcu)
+	if err != nil {
+		return shardmap.Day{}, fmt.Errorf("shard record for %s: %w", day, err)
+	}
+	return d, nil
+}
+
+// hourDay is what the page knows of the day of the hour starting at start,
+// such that the hour is marked if it holds events: from the cache when the
+// cache lists the hour, afresh otherwise. marked is false when the hour
+// holds no event.
+func (rn *run) hourDay(ctx context.Context, start time.Time) (d shardmap.Day, marked bool, err error) {
+	day := bucketing.Day(start)
+	h := start.UTC().Hour()
+	fresh := rn.p.Consistent
+	if d, err = rn.day(ctx, day, fresh); err != nil {
+		return d, false, err
+	}
+	if d.Sched != nil && d.Marked(h) {
+		return d, true, nil
+	}
+	if d, err = rn.day(ctx, day, true); err != nil {
+		return d, false, err
+	}
+	return d, d.Sched != nil && d.Marked(h), nil
+}
+
+// hint is a lower bound of the events in the bucket starting at start on
+// the run's path, from what the page already read of its day; -1 when the
+// page does not know. It never reads: it only keeps a page from opening
+// buckets ahead that its hints say it will not need (window.go).
+func (rn *run) hint(start time.Time) int {
+	key := rn.stream().MetaPK(bucketing.Day(start))
+	rn.memo.mu.Lock()
+	d, ok := rn.memo.days[key]
+	rn.memo.mu.Unlock()
+	if !ok || d.Sched == nil {
+		return -1
+	}
+	if rn.via.step() == time.Hour {
+		return d.Hint(start.UTC().Hour())
+	}
+	from, to := maxTime(start, rn.b.from), minTime(start.Add(24*time.Hour), rn.b.to)
+	n := 0
+	for t := from.Truncate(time.Hour); t.Before(to); t = t.Add(time.Hour) {
+		h := d.Hint(t.UTC().Hour())
+		if h < 0 {
+			return -1
+		}
+		n += h
+	}
+	return n
+}

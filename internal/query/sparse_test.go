@@ -1,0 +1,124 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/testdb"
+)
+
+// store writes events of source at times through the real ingest handler,
+// one Kinesis invocation per batch of 50, as a warm container would.
+func store(t *testing.T, h *ingest.Handler, source string, times []time.Time) {
+	t.Helper()
+	var k events.KinesisEvent
+	flush := func() {
+		if resp, err := h.Kinesis(context.Background(), k); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("ingest: %v %v", err, resp.BatchItemFailures)
+		}
+		k.Records = nil
+	}
+	for i, at := range times {
+		b, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("%s-%d", source, at.UnixNano()), "source": source, "type": "reading", "time": at.Format(time.RFC3339Nano)})
+		k.Records = append(k.Records, events.KinesisEventRecord{EventSource: "aws:kinesis", Kinesis: events.KinesisRecord{Data: b, SequenceNumber: fmt.Sprint(i)}})
+		if len(k.Records) == 50 {
+			flush()
+		}
+	}
+	if len(k.Records) > 0 {
+		flush()
+	}
+}
+
+// TestSparseSourcePagesCostWhatTheyReturn: a source that writes one event
+// an hour, read "newest 100 of 7 days" page by page, costs what the
+// cheaper path costs: the base table's shards, a query per shard per day
+// (5 days × 4 shards) and a read of each day's shard record and hour index,
+// not a query per hour (the GSI's 100 and more). Every event comes once.
+func TestSparseSourcePagesCostWhatTheyReturn(t *testing.T) {
+	table := testdb.Table(t)
+	client := testdb.Client(t, testdb.Endpoint(t))
+	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
+	var times []time.Time
+	for i := range 7 * 24 {
+		times = append(times, now.Add(-time.Duration(i)*time.Hour-17*time.Minute))
+	}
+	store(t, in, "quiet", times)
+	q := url.Values{"source": {"quiet"}, "from": {now.Add(-7 * 24 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
+	total := map[string]int{}
+	for _, path := range []string{PathGSI, ""} {
+		h := handlerOn(t, table, testdb.Endpoint(t), path)
+		got, plans := pageThrough(t, h, clone(q), 10)
+		if len(got) != len(times) {
+			t.Fatalf("%q: %d events, want %d", path, len(got), len(times))
+		}
+		first := plans[0]
+		total[path] = first.Requests
+		t.Logf("%q: newest 100 of 7 days: %+v", path, first)
+		if path == "" && (first.Path != PathScatter || !strings.HasPrefix(first.Reason, "cost: ")) {
+			t.Fatalf("by cost: %+v", first)
+		}
+	}
+	// 100 hours span 5 days: 5 × (4 shards + 1 read of the day).
+	if total[""] > 25 || total[""]*4 > total[PathGSI] {
+		t.Fatalf("newest 100 cost %d requests by cost, %d on the GSI", total[""], total[PathGSI])
+	}
+}
+
+// TestEmptyHoursAreSkipped: a source that wrote in three hours of a week
+// is read on the GSI with a query per hour that holds events and a read
+// per day, not one per hour of the range. An event written later into an
+// hour the container had seen empty is found on the next page all the
+// same: a page trusts the cache of hour indexes only to include an hour,
+// and reads the day afresh before it skips one.
+func TestEmptyHoursAreSkipped(t *testing.T) {
+	table := testdb.Table(t)
+	client := testdb.Client(t, testdb.Endpoint(t))
+	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
+	busy := []time.Time{now.Add(-10 * time.Minute), now.Add(-50*time.Hour - 5*time.Minute), now.Add(-140*time.Hour - time.Minute)}
+	var times []time.Time
+	for _, at := range busy {
+		for i := range 20 {
+			times = append(times, at.Add(-time.Duration(i)*time.Second))
+		}
+	}
+	store(t, in, "bursty", times)
+	h := handlerOn(t, table, testdb.Endpoint(t), PathGSI)
+	q := url.Values{"source": {"bursty"}, "limit": {"1000"}, "from": {now.Add(-7 * 24 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
+	got, plans := pageThrough(t, h, clone(q), 2)
+	if len(got) != 60 || len(plans) != 1 {
+		t.Fatalf("%d events in %d pages", len(got), len(plans))
+	}
+	// 3 hours with events, 1 GSI shard: 3 queries; and the 8 days the range
+	// touches, a read each (or two, for a day the cache had without an hour)
+	if plans[0].Requests > 3+8 {
+		t.Fatalf("plan %+v: more than a query per hour with events and a read per day", plans[0])
+	}
+	t.Logf("3 busy hours of 7 days: %+v", plans[0])
+
+	// A late event lands in an hour this container saw empty a moment ago.
+	late := now.Add(-100*time.Hour - 30*time.Minute)
+	store(t, in, "bursty", []time.Time{late})
+	got, _ = pageThrough(t, h, clone(q), 2)
+	if len(got) != 61 || !strings.Contains(strings.Join(got, " "), fmt.Sprintf("bursty-%d@", late.UnixNano())) {
+		t.Fatalf("after a late event: %d events, the late one missing", len(got))
+	}
+}
+
+// clone is a copy of q for pageThrough, which sets the cursor in what it
+// is given.
+func clone(q url.Values) url.Values {
+	c := url.Values{}
+	for k, v := range q {
+		c[k] = append([]string(nil), v...)
+	}
+	return c
+}

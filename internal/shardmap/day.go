@@ -1,0 +1,123 @@
+package shardmap
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// Day is what a reader needs to know of a (stream, day) before it reads
+// events: where they are, and roughly how many.
+type Day struct {
+	// Sched is the day's shard schedule; nil when nothing was written.
+	Sched bucketing.Schedule
+	// Indexed: the day has an hour index, so an hour not in Hours holds no
+	// event. A day written before the index existed, or read between its
+	// shard record's write and its first mark, has none: every hour may
+	// hold events.
+	Indexed bool
+	// Hours has bit h set when hour h (UTC, 0 for 00:00–01:00) is marked.
+	Hours uint32
+	// Hints[h] is a lower bound of hour h's events (see Hours.Mark); -1
+	// when the hour's mark carries none.
+	Hints [24]int
+}
+
+// Marked says whether hour h may hold events.
+func (d Day) Marked(h int) bool { return !d.Indexed || d.Hours&(1<<h) != 0 }
+
+// Hint is a lower bound of hour h's events, or -1 when unknown. An hour
+// that cannot hold events has 0.
+func (d Day) Hint(h int) int {
+	if !d.Indexed {
+		return -1
+	}
+	if d.Hours&(1<<h) == 0 {
+		return 0
+	}
+	return d.Hints[h]
+}
+
+// QueryAPI is the part of the DynamoDB client ReadDay uses.
+type QueryAPI interface {
+	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// ReadDay reads the shard record and the hour index of stream on day with
+// one strongly consistent Query of the partition they share: one request,
+// whose read capacity it returns. Both are written before the events they
+// describe, so what it finds covers every event acknowledged before it.
+func ReadDay(ctx context.Context, c QueryAPI, table string, s bucketing.Stream, day string) (Day, float64, error) {
+	pk := s.MetaPK(day)
+	out, err := c.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(table),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": schema.PK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
+		ConsistentRead:            aws.Bool(true),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return Day{}, 0, fmt.Errorf("read shard record and hour index %s: %w", pk, err)
+	}
+	var rcu float64
+	if out.ConsumedCapacity != nil {
+		rcu = aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
+	}
+	d, err := decodeDay(out.Items)
+	if err != nil {
+		return Day{}, rcu, fmt.Errorf("%s: %w", pk, err)
+	}
+	return d, rcu, nil
+}
+
+// decodeDay reads the items of a day's metadata partition. The partition
+// holds two small items, so one Query page always has both.
+func decodeDay(items []map[string]types.AttributeValue) (Day, error) {
+	var d Day
+	for _, it := range items {
+		switch str(it[schema.SK]) {
+		case metaSK:
+			rec, err := decode(it)
+			if err != nil {
+				return Day{}, fmt.Errorf("shard record: %w", err)
+			}
+			d.Sched = rec.sched
+		case hoursSK:
+			hours, err := DecodeHours(it)
+			if err != nil {
+				return Day{}, err
+			}
+			d.Indexed = true
+			for _, h := range hours {
+				d.Hours |= 1 << h
+			}
+			for h := range d.Hints {
+				d.Hints[h] = -1
+				if n, ok := it[hintPrefix+fmt.Sprintf("%02d", h)].(*types.AttributeValueMemberN); ok {
+					if v, err := strconv.Atoi(n.Value); err == nil && v >= 0 {
+						d.Hints[h] = v
+					}
+				}
+			}
+		}
+	}
+	if d.Sched == nil {
+		return Day{}, nil // an hour index without its record describes nothing readable
+	}
+	return d, nil
+}
+
+func str(v types.AttributeValue) string {
+	if s, ok := v.(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
