@@ -32,7 +32,7 @@ func (rn *run) estimateCost(ctx context.Context) (estimate, error) {
 	need := float64(rn.p.Limit + 1)
 	got := 0.0
 	for _, dayStart := range buckets(rn.b.from, rn.b.to, 24*time.Hour, rn.p.Order) {
-		d, err := rn.day(ctx, bucketing.Day(dayStart), false)
+		d, err := rn.day(ctx, bucketing.Day(dayStart), rn.p.Consistent)
 		if err != nil {
 			return e, err
 		}

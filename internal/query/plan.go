@@ -26,7 +26,13 @@ const (
 func (r *Reader) Events(ctx context.Context, p Params) (Page, error) {
 	r.init()
 	if p.Consistent {
-		return r.newRun(Events, &p, scatter{consistent: true}).page(ctx, reasonConsistent)
+		// The estimate's reads are the ones the page needs anyway; they
+		// let it open no more days ahead than their hints say it needs.
+		rn := r.newRun(Events, &p, scatter{consistent: true})
+		if _, err := rn.estimateCost(ctx); err != nil {
+			return rn.result(nil, reasonConsistent), rn.fail(ctx, err)
+		}
+		return rn.page(ctx, reasonConsistent)
 	}
 	rn := r.newRun(Events, &p, gsi{})
 	via, reason, err := rn.choose(ctx)

@@ -14,8 +14,9 @@ const aheadPartitions = 16
 // time, in parallel, before the merge needs them.
 //
 // The first window opens one segment. Each time the merge comes back for
-// more, the range was sparse so far, and the next window opens twice as
-// many, up to aheadPartitions partitions, but no more than the hour
+// more after a segment that had partitions, the range was sparse so far,
+// and the next window opens twice as many (a bucket the hour index says is
+// empty has none, costs nothing, and says nothing of the range), up to aheadPartitions partitions, but no more than the hour
 // indexes' hints (lower bounds of each bucket's events) say the page needs. The first segment of a window is
 // asked for all the page can use, split over its partitions; the others,
 // opened ahead of need, share half of that, since the page reads them only
@@ -29,6 +30,7 @@ type window struct {
 	starts []time.Time // the buckets not yet opened, in order
 	opened []*segment  // opened or opening, not yet handed out
 	size   int         // segments the next window may open
+	grow   bool        // a segment with partitions was handed out since the last window opened
 	width  int         // partitions of the last segment handed out that had any
 	wg     sync.WaitGroup
 }
@@ -53,12 +55,17 @@ func (w *window) next(n int) (*segment, error) {
 	<-seg.ready
 	if len(seg.parts) > 0 {
 		w.width = len(seg.parts)
+		w.grow = true
 	}
 	return seg, seg.err
 }
 
 // openAhead starts opening the next window of segments.
 func (w *window) openAhead(n int) {
+	if w.grow { // the page read a bucket and still needs more: the range is sparse
+		w.size = min(2*w.size, aheadPartitions)
+		w.grow = false
+	}
 	k := min(w.size, len(w.starts), max(1, aheadPartitions/w.width))
 	// and no more than the hour indexes' hints say the page needs
 	for i, sum := 0, 0; i < k; i++ {
@@ -85,7 +92,6 @@ func (w *window) openAhead(n int) {
 		}()
 	}
 	w.starts = w.starts[k:]
-	w.size = min(2*w.size, aheadPartitions)
 }
 
 // close stops the segments still opening, and waits for them: the plan
