@@ -70,6 +70,9 @@ func (pl *Pipeline) ingestGrants() {
 func (pl *Pipeline) queryGrants(p Props) {
 	tableArn := pl.Table.TableArn()
 	indexArn := awscdk.Fn_Join(jsii.String(""), &[]*string{tableArn, jsii.String("/index/" + schema.GSIName)})
+	// One Query grant covers every read: events (E#, and the GSI), the
+	// quarantine (Q#), a day's shard record and hour index (M#), counters
+	// (C#) and the catalogue (S#).
 	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("QueryEvents"),
 		Actions:   jsii.Strings("dynamodb:Query"),
@@ -84,12 +87,6 @@ func (pl *Pipeline) queryGrants(p Props) {
 			Conditions: leadingKeys("E#*"),
 		}))
 	}
-	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("ReadShardRecords"),
-		Actions:    jsii.Strings("dynamodb:GetItem"),
-		Resources:  &[]*string{tableArn},
-		Conditions: leadingKeys("M#*"),
-	}))
 	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("ReadCursorSecret"),
 		Actions:   jsii.Strings("secretsmanager:GetSecretValue"),

@@ -99,7 +99,8 @@ func TestDeleteRightsAreExactlyTheseOnes(t *testing.T) {
 		{"Query", request{"delete an event", "dynamodb:DeleteItem", ev}, false},
 		{"Query", request{"overwrite a shard record", "dynamodb:PutItem", meta}, false},
 		{"Query", request{"update an event", "dynamodb:UpdateItem", ev}, false},
-		{"Query", request{"read a shard record", "dynamodb:GetItem", meta}, true},
+		{"Query", request{"read a day's shard record and hour index", "dynamodb:Query", meta}, true},
+		{"Query", request{"read a shard record by key (it queries instead)", "dynamodb:GetItem", meta}, false},
 		{"Query", request{"query events", "dynamodb:Query", ev}, true},
 	} {
 		if got := allowedBy(t, s, c.fn, c.r); got != c.allow {
