@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/constructs-go/constructs/v10"
 
@@ -14,6 +15,7 @@ import (
 const (
 	CtxStreamARN         = "shardline:streamArn"
 	CtxStreamKeyARN      = "shardline:streamKeyArn"
+	CtxStreamRetention   = "shardline:streamRetentionHours" // whole hours
 	CtxShards            = "shardline:shards"
 	CtxShardOverrides    = "shardline:shardOverrides" // JSON object
 	CtxGSIShards         = "shardline:gsiShards"
@@ -41,6 +43,7 @@ func PropsFromContext(node constructs.Node) (Props, error) {
 	r := contextReader{node: node}
 	r.str(CtxStreamARN, &p.StreamARN)
 	r.str(CtxStreamKeyARN, &p.StreamKeyARN)
+	r.hours(CtxStreamRetention, &p.StreamRetention)
 	r.str(CtxLogLevel, &p.LogLevel)
 	r.str(CtxAlarmTopicARN, &p.AlarmTopicARN)
 	r.str(CtxCodeDir, &p.CodeDir)
@@ -91,6 +94,15 @@ func (r *contextReader) num(key string, dst *int) {
 		return
 	}
 	*dst = n
+}
+
+// hours reads a duration given in whole hours.
+func (r *contextReader) hours(key string, dst *time.Duration) {
+	var n int
+	r.num(key, &n)
+	if n != 0 {
+		*dst = time.Duration(n) * time.Hour
+	}
 }
 
 // opt reads a prop where 0 is a setting of its own.

@@ -95,6 +95,7 @@ func (pl *Pipeline) table(c constructs.Construct, p Props) {
 	})
 }
 
+// stream is the existing stream named by StreamARN, or a new one.
 func (pl *Pipeline) stream(c constructs.Construct, p Props) {
 	if p.StreamARN != "" {
 		var key awskms.IKey
@@ -106,8 +107,11 @@ func (pl *Pipeline) stream(c constructs.Construct, p Props) {
 		})
 		return
 	}
+	// The retention outlasts MaxRecordAge by RecoverableFor, so that a batch
+	// given up on can be read back by sequence number (Props.StreamRetention).
 	pl.Stream = awskinesis.NewStream(c, jsii.String("Stream"), &awskinesis.StreamProps{
-		StreamMode: awskinesis.StreamMode_ON_DEMAND,
-		Encryption: awskinesis.StreamEncryption_MANAGED,
+		StreamMode:      awskinesis.StreamMode_ON_DEMAND,
+		Encryption:      awskinesis.StreamEncryption_MANAGED,
+		RetentionPeriod: awscdk.Duration_Hours(jsii.Number(p.StreamRetention.Hours())),
 	})
 }

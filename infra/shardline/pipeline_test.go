@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -272,6 +273,50 @@ func TestEventSourceMapping(t *testing.T) {
 	}
 }
 
+// TestBatchesGivenUpOnStayRecoverable: a batch Lambda gives up on (at the
+// latest when its records reach MaximumRecordAgeInSeconds) is still in the
+// stream seven days later, for the created stream with the default props or
+// a longer record age, and for an existing stream whose declared retention
+// covers it; the on-failure queue keeps the message that locates it at
+// least as long.
+func TestBatchesGivenUpOnStayRecoverable(t *testing.T) {
+	const week = 7 * 24 * 3600
+	check := func(name string, s synth, retentionHours float64, wantMaxAge float64) {
+		t.Helper()
+		age, _ := s.mapping(t, "Stream")["MaximumRecordAgeInSeconds"].(float64)
+		if age != wantMaxAge {
+			t.Errorf("%s: MaximumRecordAgeInSeconds %v, want %v", name, age, wantMaxAge)
+		}
+		if kept := retentionHours*3600 - age; kept < week {
+			t.Errorf("%s: the stream keeps a batch given up on %v s after the give-up (retention %v h, record age %v s), want at least a week", name, kept, retentionHours, age)
+		}
+		q := props(s.one(t, "AWS::SQS::Queue"))
+		if kept, _ := q["MessageRetentionPeriod"].(float64); kept < retentionHours*3600-age {
+			t.Errorf("%s: the on-failure queue keeps its messages %v s, less than the records stay in the stream", name, kept)
+		}
+	}
+	s := defaultSynth(t)
+	hours, _ := props(s.one(t, "AWS::Kinesis::Stream"))["RetentionPeriodHours"].(float64)
+	if hours != 192 {
+		t.Errorf("default retention %v h, want 8 days", hours)
+	}
+	check("default", s, hours, 86400)
+
+	s = synthesize(t, &Props{MaxRecordAge: 36*time.Hour + 30*time.Minute}, nil)
+	hours, _ = props(s.one(t, "AWS::Kinesis::Stream"))["RetentionPeriodHours"].(float64)
+	if hours != 205 {
+		t.Errorf("MaxRecordAge 36.5 h: retention %v h, want 205 (rounded up)", hours)
+	}
+	check("MaxRecordAge 36.5 h", s, hours, 36*3600+1800)
+
+	arn := "arn:aws:kinesis:us-east-1:000000000000:stream/existing"
+	s = synthesize(t, &Props{StreamARN: arn, StreamRetention: 10 * 24 * time.Hour, MaxRecordAge: 72 * time.Hour}, nil)
+	if n := len(s.resources("AWS::Kinesis::Stream")); n != 0 {
+		t.Fatalf("%d streams created beside the existing one", n)
+	}
+	check("existing stream", s, 240, 72*3600)
+}
+
 // TestEveryRouteNeedsIAM: the three routes exist, each with IAM
 // authorization and its own throttle; the stage writes access logs.
 func TestEveryRouteNeedsIAM(t *testing.T) {
@@ -438,7 +483,7 @@ func TestContextOverrides(t *testing.T) {
 	arn := "arn:aws:kinesis:us-east-1:000000000000:stream/existing"
 	s := synthesize(t, nil, map[string]any{
 		CtxShards: "8", CtxShardOverrides: `{"hot/src": 64}`, CtxGSIShards: 2, CtxRetentionDays: "7",
-		CtxIngestMemoryMB: "1024", CtxStreamARN: arn, CtxLogLevel: "debug",
+		CtxIngestMemoryMB: "1024", CtxStreamARN: arn, CtxLogLevel: "debug", CtxStreamRetention: "192",
 	})
 	if n := len(s.resources("AWS::Kinesis::Stream")); n != 0 {
 		t.Errorf("%d streams created beside the existing one", n)
@@ -466,7 +511,8 @@ func TestContextOverrides(t *testing.T) {
 }
 
 func TestBadPropsFailAtSynth(t *testing.T) {
-	for _, p := range []Props{{Shards: 5000}, {RetentionDays: -1}, {LogLevel: "loud"}, {BatchSize: 20000}, {GSIProjection: "keys"}} {
+	for _, p := range []Props{{Shards: 5000}, {RetentionDays: -1}, {LogLevel: "loud"}, {BatchSize: 20000}, {GSIProjection: "keys"},
+		{StreamARN: "arn:aws:kinesis:us-east-1:000000000000:stream/existing"}} {
 		func() {
 			defer func() {
 				if recover() == nil {
