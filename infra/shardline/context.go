@@ -33,6 +33,8 @@ const (
 	CtxAPI5xx            = "shardline:alarmApi5xx"
 	CtxAlarmTopicARN     = "shardline:alarmTopicArn"
 	CtxCodeDir           = "shardline:codeDir"
+	CtxArchive           = "shardline:archive" // true or false
+	CtxArchiveExpiryDays = "shardline:archiveExpiryDays"
 )
 
 // PropsFromContext reads Props from the construct tree's context, so users
@@ -59,6 +61,8 @@ func PropsFromContext(node constructs.Node) (Props, error) {
 	r.opt(CtxFunctionErrors, &p.FunctionErrors)
 	r.opt(CtxThrottles, &p.Throttles)
 	r.opt(CtxAPI5xx, &p.API5xx)
+	r.flag(CtxArchive, &p.Archive)
+	r.num(CtxArchiveExpiryDays, &p.ArchiveExpiryDays)
 	r.obj(CtxShardOverrides, &p.ShardOverrides)
 	r.obj(CtxGSIShardOverrides, &p.GSIShardOverrides)
 	return p, r.err
@@ -103,6 +107,20 @@ func (r *contextReader) hours(key string, dst *time.Duration) {
 	if n != 0 {
 		*dst = time.Duration(n) * time.Hour
 	}
+}
+
+// flag reads a prop that is true or false.
+func (r *contextReader) flag(key string, dst **bool) {
+	v := r.get(key)
+	if v == nil {
+		return
+	}
+	b, err := strconv.ParseBool(fmt.Sprint(v))
+	if err != nil {
+		r.err = fmt.Errorf("context %s=%v: want true or false", key, v)
+		return
+	}
+	*dst = &b
 }
 
 // opt reads a prop where 0 is a setting of its own.

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 // assets by hash, and these tests look at the template, not the binaries.
 func codeDir(t *testing.T) string {
 	dir := t.TempDir()
-	for _, fn := range []string{"ingest", "query", "counter"} {
+	for _, fn := range []string{"ingest", "query", "counter", "archive"} {
 		os.MkdirAll(filepath.Join(dir, fn), 0o755)
 		os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(fn), 0o755)
 	}
@@ -102,13 +103,19 @@ func (s synth) one(t *testing.T, typ string) map[string]any {
 func props(r map[string]any) map[string]any { return r["Properties"].(map[string]any) }
 
 // mapping is the properties of the one event source mapping from the
-// Kinesis "Stream" or from the table's stream ("Events").
+// Kinesis "Stream", or from the table's stream to the counter ("Events")
+// or to the archive ("Archive").
 func (s synth) mapping(t *testing.T, from string) map[string]any {
 	t.Helper()
 	var found []map[string]any
 	for _, m := range s.resources("AWS::Lambda::EventSourceMapping") {
 		b, _ := json.Marshal(props(m)["EventSourceArn"])
-		if table := strings.Contains(string(b), "StreamArn"); table == (from == "Events") {
+		fn, _ := json.Marshal(props(m)["FunctionName"])
+		table := strings.Contains(string(b), "StreamArn")
+		switch {
+		case !table && from == "Stream",
+			table && from == "Events" && strings.Contains(string(fn), "PCounter"),
+			table && from == "Archive" && strings.Contains(string(fn), "PArchive"):
 			found = append(found, props(m))
 		}
 	}
@@ -200,8 +207,8 @@ func checkTable(t *testing.T, s synth, projection schema.Projection) {
 func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
 	s := defaultSynth(t)
 	fns := s.resources("AWS::Lambda::Function")
-	if len(fns) != 3 {
-		t.Fatalf("%d functions, want ingest, query and counter", len(fns))
+	if len(fns) != 4 {
+		t.Fatalf("%d functions, want ingest, query, counter and archive", len(fns))
 	}
 	for id, fn := range fns {
 		p := props(fn)
@@ -218,6 +225,9 @@ func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
 		want := append([]string(nil), query.EnvVars...)
 		if strings.HasPrefix(id, "PCounter") {
 			want = append([]string(nil), counts.EnvVars...)
+		}
+		if strings.HasPrefix(id, "PArchive") {
+			want = append([]string(nil), archive.EnvVars...)
 		}
 		if strings.HasPrefix(id, "PIngest") {
 			want = append([]string(nil), ingest.EnvVars...)
@@ -357,6 +367,7 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"Query":  {"dynamodb:Query": true, "dynamodb:GetItem": true, "dynamodb:BatchGetItem": true},
 		"Counter": {"dynamodb:UpdateItem": true, "dynamodb:GetItem": true, "dynamodb:ListStreams": true,
 			"dynamodb:DescribeStream": true, "dynamodb:GetRecords": true, "dynamodb:GetShardIterator": true},
+		"Archive": {"dynamodb:ListStreams": true, "dynamodb:DescribeStream": true, "dynamodb:GetRecords": true, "dynamodb:GetShardIterator": true},
 	}
 	// The key spaces each function may touch item by item.
 	spaces := map[string]map[string][]string{
@@ -390,6 +401,9 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		}
 		if strings.HasPrefix(id, "PCounter") {
 			fn = "Counter"
+		}
+		if strings.HasPrefix(id, "PArchive") {
+			fn = "Archive"
 		}
 		for _, st := range props(pol)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 			st := st.(map[string]any)
@@ -452,8 +466,8 @@ func TestAlarmsDashboardOutputs(t *testing.T) {
 			t.Errorf("no alarm on %s", m)
 		}
 	}
-	if len(alarms) != 11 {
-		t.Errorf("%d alarms, want 11", len(alarms))
+	if len(alarms) != 13 {
+		t.Errorf("%d alarms, want 13", len(alarms))
 	}
 	s.one(t, "AWS::CloudWatch::Dashboard")
 	outs := s.tpl["Outputs"].(map[string]any)
@@ -467,7 +481,12 @@ func TestAlarmsDashboardOutputs(t *testing.T) {
 // TestNoUnsuppressedNagFindings: cdk-nag's AwsSolutions pack finds nothing
 // that is not suppressed with a reason in code.
 func TestNoUnsuppressedNagFindings(t *testing.T) {
-	s := defaultSynth(t)
+	noNagFindings(t, defaultSynth(t))
+	noNagFindings(t, synthesize(t, &Props{GSIProjection: "lean", ArchiveExpiryDays: 400}, nil))
+}
+
+func noNagFindings(t *testing.T, s synth) {
+	t.Helper()
 	an := assertions.Annotations_FromStack(s.stack)
 	match := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
 	for _, msgs := range []*[]*cxapi.SynthesisMessage{an.FindError(jsii.String("*"), match), an.FindWarning(jsii.String("*"), match)} {

@@ -98,10 +98,23 @@ type Props struct {
 	IteratorAgeSeconds, FunctionErrors, Throttles, API5xx *int
 	// AlarmTopicARN, when set, receives every alarm's state changes.
 	AlarmTopicARN string
+
+	// Archive deploys the archive (docs/archive.md): every stored event
+	// also written to an S3 bucket as gzip JSON lines, partitioned by source
+	// and UTC day, with a Glue table for Athena. nil is on, the default;
+	// Bool(false) leaves it out.
+	Archive *bool
+	// ArchiveExpiryDays deletes archived objects this many days after they
+	// were written; more than RetentionDays. 0, the default, keeps them.
+	ArchiveExpiryDays int
 }
 
 // Int returns a pointer to n, for the Props fields where 0 is a setting.
 func Int(n int) *int { return &n }
+
+// Bool returns a pointer to b, for the Props fields where false is a
+// setting of its own.
+func Bool(b bool) *bool { return &b }
 
 // Duration returns a pointer to d, for the Props fields where 0 is a setting.
 func Duration(d time.Duration) *time.Duration { return &d }
@@ -195,5 +208,8 @@ func (p *Props) defaultOptionals() {
 	}
 	if p.BatchingWindow == nil {
 		p.BatchingWindow = Duration(DefaultBatchingWindow)
+	}
+	if p.Archive == nil {
+		p.Archive = Bool(true)
 	}
 }

@@ -102,6 +102,9 @@ func TestInvalidPropsNameTheProp(t *testing.T) {
 		{"StreamRetention", Props{StreamRetention: 7 * 24 * time.Hour}},
 		{"StreamRetention", Props{StreamRetention: 200*time.Hour + time.Minute}},
 		{"StreamRetention", Props{StreamRetention: 9000 * time.Hour}},
+		{"ArchiveExpiryDays", Props{ArchiveExpiryDays: 30}},
+		{"ArchiveExpiryDays", Props{ArchiveExpiryDays: 100, RetentionDays: 365}},
+		{"ArchiveExpiryDays", Props{ArchiveExpiryDays: -1}},
 	}
 	for _, c := range cases {
 		err := validateWithoutPanic(t, c.p)
@@ -114,6 +117,7 @@ func TestInvalidPropsNameTheProp(t *testing.T) {
 		{StreamARN: existing, StreamRetention: 8 * 24 * time.Hour},
 		{StreamARN: existing, StreamRetention: 169 * time.Hour, MaxRecordAge: time.Hour},
 		{MaxRecordAge: 7 * 24 * time.Hour}, // the created stream keeps 14 days
+		{ArchiveExpiryDays: 31}, {Archive: Bool(false), ArchiveExpiryDays: 3650},
 	} {
 		if err := validateWithoutPanic(t, p); err != nil {
 			t.Errorf("valid props %+v refused: %v", p, err)

@@ -21,7 +21,7 @@ func (p Props) Validate() error { return p.withDefaults().validate() }
 
 // validate checks props that have their defaults.
 func (p Props) validate() error {
-	err := errors.Join(p.checkInts(), p.checkDurations(), p.checkRecovery(), p.checkWords())
+	err := errors.Join(p.checkInts(), p.checkDurations(), p.checkRecovery(), p.checkArchive(), p.checkWords())
 	if err != nil {
 		return fmt.Errorf("shardline props: %w", err)
 	}
@@ -115,6 +115,15 @@ func (p Props) checkRecovery() error {
 	case r < least:
 		return fmt.Errorf("StreamRetention is %s: a batch given up on after MaxRecordAge %s would leave the stream less than %s later; want at least %s, or a lower MaxRecordAge",
 			hours(r), hours(p.MaxRecordAge), hours(RecoverableFor), hours(least))
+	}
+	return nil
+}
+
+// checkArchive: an archive that expires no later than the table keeps
+// nothing the table does not.
+func (p Props) checkArchive() error {
+	if d := p.ArchiveExpiryDays; d != 0 && (d <= p.RetentionDays || d > 36500) {
+		return fmt.Errorf("ArchiveExpiryDays is %d: want 0 (keep) or more than RetentionDays (%d), at most 36500", d, p.RetentionDays)
 	}
 	return nil
 }
