@@ -21,9 +21,10 @@ import (
 // Settings of the archive (docs/archive.md).
 const (
 	// ArchiveBatchingWindow is how long the archive's mapping gathers a
-	// stream shard's records, in seconds: fewer, larger objects for Athena,
-	// for a minute or two of lag.
-	ArchiveBatchingWindow = 60
+	// stream shard's records, in seconds, the most Lambda allows: fewer,
+	// larger objects for Athena and fewer PUTs, for up to five minutes of
+	// lag that an archive can afford.
+	ArchiveBatchingWindow = 300
 	// ArchiveBatchSize is the most records per invocation.
 	ArchiveBatchSize = 10000
 	// ArchiveIteratorAgeSeconds is when the archive's lag alarms: well
@@ -106,8 +107,9 @@ func archiveBucket(scope constructs.Construct, p Props) awss3.Bucket {
 }
 
 // archiveFunction declares the archive function on the table's stream:
-// inserted or rewritten events only, batched for a minute, retried until it
-// succeeds (a batch given up on would be events missing from the archive).
+// inserted or rewritten events only, batched for five minutes, retried
+// until it succeeds (a batch given up on would be events missing from the
+// archive).
 // It may put objects under the events prefix and nothing else.
 func (pl *Pipeline) archiveFunction(c constructs.Construct, p Props) {
 	pl.Archive = pl.function(c, p, "Archive", 256, awscdk.Duration_Seconds(jsii.Number(120)), map[string]string{
