@@ -542,9 +542,11 @@ func TestBadPropsFailAtSynth(t *testing.T) {
 			NewPipeline(awscdk.NewStack(app, jsii.String("S"), nil), "P", &p)
 		}()
 	}
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{CtxShards: "many"}})
-	if _, err := PropsFromContext(app.Node()); err == nil || !strings.Contains(err.Error(), CtxShards) {
-		t.Errorf("bad context: %v", err)
+	for key, v := range map[string]any{CtxShards: "many", CtxArchive: "maybe", CtxStreamRetention: "a week"} {
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{key: v}})
+		if _, err := PropsFromContext(app.Node()); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("bad context %s=%v: %v", key, v, err)
+		}
 	}
 }
 
