@@ -30,12 +30,13 @@ vet:
 	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet ./...
 
-## build: the three Lambda binaries for provided.al2023 on arm64
+## build: the four Lambda binaries for provided.al2023 on arm64
 build:
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/ingest/bootstrap ./functions/ingest
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/query/bootstrap ./functions/query
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/counter/bootstrap ./functions/counter
-	@ls -l $(BIN)/ingest/bootstrap $(BIN)/query/bootstrap $(BIN)/counter/bootstrap
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/archive/bootstrap ./functions/archive
+	@ls -l $(BIN)/ingest/bootstrap $(BIN)/query/bootstrap $(BIN)/counter/bootstrap $(BIN)/archive/bootstrap
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

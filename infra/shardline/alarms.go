@@ -38,6 +38,7 @@ func (pl *Pipeline) alarms(c constructs.Construct, p Props) {
 		pl.FailedDLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: fiveMinutes()}), 0)
 	alarm("Api5xxAlarm", "The API answered 5xx", sum(pl.API.MetricServerError(nil)), *p.API5xx)
 	pl.counterAlarms(alarm, p)
+	pl.archiveAlarms(alarm, p)
 	pl.dashboard(c)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/constructs-go/constructs/v10"
 
@@ -14,6 +15,7 @@ import (
 const (
 	CtxStreamARN         = "shardline:streamArn"
 	CtxStreamKeyARN      = "shardline:streamKeyArn"
+	CtxStreamRetention   = "shardline:streamRetentionHours" // whole hours
 	CtxShards            = "shardline:shards"
 	CtxShardOverrides    = "shardline:shardOverrides" // JSON object
 	CtxGSIShards         = "shardline:gsiShards"
@@ -31,6 +33,8 @@ const (
 	CtxAPI5xx            = "shardline:alarmApi5xx"
 	CtxAlarmTopicARN     = "shardline:alarmTopicArn"
 	CtxCodeDir           = "shardline:codeDir"
+	CtxArchive           = "shardline:archive" // true or false
+	CtxArchiveExpiryDays = "shardline:archiveExpiryDays"
 )
 
 // PropsFromContext reads Props from the construct tree's context, so users
@@ -41,6 +45,7 @@ func PropsFromContext(node constructs.Node) (Props, error) {
 	r := contextReader{node: node}
 	r.str(CtxStreamARN, &p.StreamARN)
 	r.str(CtxStreamKeyARN, &p.StreamKeyARN)
+	r.hours(CtxStreamRetention, &p.StreamRetention)
 	r.str(CtxLogLevel, &p.LogLevel)
 	r.str(CtxAlarmTopicARN, &p.AlarmTopicARN)
 	r.str(CtxCodeDir, &p.CodeDir)
@@ -56,6 +61,8 @@ func PropsFromContext(node constructs.Node) (Props, error) {
 	r.opt(CtxFunctionErrors, &p.FunctionErrors)
 	r.opt(CtxThrottles, &p.Throttles)
 	r.opt(CtxAPI5xx, &p.API5xx)
+	r.flag(CtxArchive, &p.Archive)
+	r.num(CtxArchiveExpiryDays, &p.ArchiveExpiryDays)
 	r.obj(CtxShardOverrides, &p.ShardOverrides)
 	r.obj(CtxGSIShardOverrides, &p.GSIShardOverrides)
 	return p, r.err
@@ -91,6 +98,29 @@ func (r *contextReader) num(key string, dst *int) {
 		return
 	}
 	*dst = n
+}
+
+// hours reads a duration given in whole hours.
+func (r *contextReader) hours(key string, dst *time.Duration) {
+	var n int
+	r.num(key, &n)
+	if n != 0 {
+		*dst = time.Duration(n) * time.Hour
+	}
+}
+
+// flag reads a prop that is true or false.
+func (r *contextReader) flag(key string, dst **bool) {
+	v := r.get(key)
+	if v == nil {
+		return
+	}
+	b, err := strconv.ParseBool(fmt.Sprint(v))
+	if err != nil {
+		r.err = fmt.Errorf("context %s=%v: want true or false", key, v)
+		return
+	}
+	*dst = &b
 }
 
 // opt reads a prop where 0 is a setting of its own.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -31,7 +32,7 @@ func (pl *Pipeline) function(c constructs.Construct, p Props, name string, memor
 	for k, v := range env {
 		vars[k] = jsii.String(v)
 	}
-	lower := map[string]string{"Ingest": "ingest", "Query": "query", "Counter": "counter"}[name]
+	lower := strings.ToLower(name)
 	fn := awslambda.NewFunction(c, jsii.String(name), &awslambda.FunctionProps{
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture: awslambda.Architecture_ARM_64(),

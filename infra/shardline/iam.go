@@ -18,7 +18,11 @@ import (
 func (pl *Pipeline) grants(p Props) {
 	pl.ingestGrants()
 	pl.queryGrants(p)
-	for _, fn := range []awslambda.Function{pl.Ingest, pl.Query, pl.Counter} {
+	fns := []awslambda.Function{pl.Ingest, pl.Query, pl.Counter}
+	if pl.Archive != nil {
+		fns = append(fns, pl.Archive)
+	}
+	for _, fn := range fns {
 		cdknag.NagSuppressions_AddResourceSuppressions(fn.Role(), &[]*cdknag.NagPackSuppression{{
 			Id:        jsii.String("AwsSolutions-IAM5"),
 			Reason:    jsii.String("X-Ray's PutTraceSegments and PutTelemetryRecords (added by active tracing) do not support resource-level permissions; every other statement names its resource."),

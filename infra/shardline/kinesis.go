@@ -12,12 +12,16 @@ import (
 
 // kinesis triggers the ingest function from the stream, with partial batch
 // responses, bisection, bounded retries and record age, and an encrypted
-// on-failure queue that keeps what Lambda gives up on for 14 days.
+// on-failure queue. Lambda's message there only locates a batch it gave up
+// on (shard, sequence numbers); the records stay in the stream for
+// StreamRetention, at least RecoverableFor after the give-up, and the queue
+// keeps the message for FailedBatchesRetention, longer still, so that
+// `shardline redrive` can read them back.
 func (pl *Pipeline) kinesis(c constructs.Construct, p Props) {
 	pl.FailedDLQ = awssqs.NewQueue(c, jsii.String("FailedBatches"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+		RetentionPeriod: awscdk.Duration_Seconds(jsii.Number(FailedBatchesRetention.Seconds())),
 	})
 	cdknag.NagSuppressions_AddResourceSuppressions(pl.FailedDLQ, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-SQS3"),

@@ -9,9 +9,11 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -35,6 +37,12 @@ type Pipeline struct {
 	CursorSecret awssecretsmanager.Secret
 	Alarms       []awscloudwatch.Alarm
 	Dashboard    awscloudwatch.Dashboard
+	// Archive writes every stored event to ArchiveBucket, from the table's
+	// stream; ArchiveReaders is the managed policy that may read it. All
+	// three are nil when Props.Archive is off.
+	Archive        awslambda.Function
+	ArchiveBucket  awss3.Bucket
+	ArchiveReaders awsiam.ManagedPolicy
 }
 
 // NewPipeline adds a pipeline to scope. It panics on invalid props, as CDK
@@ -57,6 +65,7 @@ func NewPipeline(scope constructs.Construct, id string, props *Props) *Pipeline 
 	pl.cursorSecret(c)
 	pl.functions(c, p)
 	pl.counter(c, p)
+	pl.archive(c, p)
 	pl.grants(p)
 	pl.kinesis(c, p)
 	pl.api(c, p)
@@ -95,6 +104,7 @@ func (pl *Pipeline) table(c constructs.Construct, p Props) {
 	})
 }
 
+// stream is the existing stream named by StreamARN, or a new one.
 func (pl *Pipeline) stream(c constructs.Construct, p Props) {
 	if p.StreamARN != "" {
 		var key awskms.IKey
@@ -106,8 +116,11 @@ func (pl *Pipeline) stream(c constructs.Construct, p Props) {
 		})
 		return
 	}
+	// The retention outlasts MaxRecordAge by RecoverableFor, so that a batch
+	// given up on can be read back by sequence number (Props.StreamRetention).
 	pl.Stream = awskinesis.NewStream(c, jsii.String("Stream"), &awskinesis.StreamProps{
-		StreamMode: awskinesis.StreamMode_ON_DEMAND,
-		Encryption: awskinesis.StreamEncryption_MANAGED,
+		StreamMode:      awskinesis.StreamMode_ON_DEMAND,
+		Encryption:      awskinesis.StreamEncryption_MANAGED,
+		RetentionPeriod: awscdk.Duration_Hours(jsii.Number(p.StreamRetention.Hours())),
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
@@ -36,7 +38,7 @@ func TestMain(m *testing.M) {
 // assets by hash, and these tests look at the template, not the binaries.
 func codeDir(t *testing.T) string {
 	dir := t.TempDir()
-	for _, fn := range []string{"ingest", "query", "counter"} {
+	for _, fn := range []string{"ingest", "query", "counter", "archive"} {
 		os.MkdirAll(filepath.Join(dir, fn), 0o755)
 		os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(fn), 0o755)
 	}
@@ -101,13 +103,19 @@ func (s synth) one(t *testing.T, typ string) map[string]any {
 func props(r map[string]any) map[string]any { return r["Properties"].(map[string]any) }
 
 // mapping is the properties of the one event source mapping from the
-// Kinesis "Stream" or from the table's stream ("Events").
+// Kinesis "Stream", or from the table's stream to the counter ("Events")
+// or to the archive ("Archive").
 func (s synth) mapping(t *testing.T, from string) map[string]any {
 	t.Helper()
 	var found []map[string]any
 	for _, m := range s.resources("AWS::Lambda::EventSourceMapping") {
 		b, _ := json.Marshal(props(m)["EventSourceArn"])
-		if table := strings.Contains(string(b), "StreamArn"); table == (from == "Events") {
+		fn, _ := json.Marshal(props(m)["FunctionName"])
+		table := strings.Contains(string(b), "StreamArn")
+		switch {
+		case !table && from == "Stream",
+			table && from == "Events" && strings.Contains(string(fn), "PCounter"),
+			table && from == "Archive" && strings.Contains(string(fn), "PArchive"):
 			found = append(found, props(m))
 		}
 	}
@@ -199,8 +207,8 @@ func checkTable(t *testing.T, s synth, projection schema.Projection) {
 func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
 	s := defaultSynth(t)
 	fns := s.resources("AWS::Lambda::Function")
-	if len(fns) != 3 {
-		t.Fatalf("%d functions, want ingest, query and counter", len(fns))
+	if len(fns) != 4 {
+		t.Fatalf("%d functions, want ingest, query, counter and archive", len(fns))
 	}
 	for id, fn := range fns {
 		p := props(fn)
@@ -217,6 +225,9 @@ func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
 		want := append([]string(nil), query.EnvVars...)
 		if strings.HasPrefix(id, "PCounter") {
 			want = append([]string(nil), counts.EnvVars...)
+		}
+		if strings.HasPrefix(id, "PArchive") {
+			want = append([]string(nil), archive.EnvVars...)
 		}
 		if strings.HasPrefix(id, "PIngest") {
 			want = append([]string(nil), ingest.EnvVars...)
@@ -272,6 +283,50 @@ func TestEventSourceMapping(t *testing.T) {
 	}
 }
 
+// TestBatchesGivenUpOnStayRecoverable: a batch Lambda gives up on (at the
+// latest when its records reach MaximumRecordAgeInSeconds) is still in the
+// stream seven days later, for the created stream with the default props or
+// a longer record age, and for an existing stream whose declared retention
+// covers it; the on-failure queue keeps the message that locates it at
+// least as long.
+func TestBatchesGivenUpOnStayRecoverable(t *testing.T) {
+	const week = 7 * 24 * 3600
+	check := func(name string, s synth, retentionHours float64, wantMaxAge float64) {
+		t.Helper()
+		age, _ := s.mapping(t, "Stream")["MaximumRecordAgeInSeconds"].(float64)
+		if age != wantMaxAge {
+			t.Errorf("%s: MaximumRecordAgeInSeconds %v, want %v", name, age, wantMaxAge)
+		}
+		if kept := retentionHours*3600 - age; kept < week {
+			t.Errorf("%s: the stream keeps a batch given up on %v s after the give-up (retention %v h, record age %v s), want at least a week", name, kept, retentionHours, age)
+		}
+		q := props(s.one(t, "AWS::SQS::Queue"))
+		if kept, _ := q["MessageRetentionPeriod"].(float64); kept < retentionHours*3600-age {
+			t.Errorf("%s: the on-failure queue keeps its messages %v s, less than the records stay in the stream", name, kept)
+		}
+	}
+	s := defaultSynth(t)
+	hours, _ := props(s.one(t, "AWS::Kinesis::Stream"))["RetentionPeriodHours"].(float64)
+	if hours != 192 {
+		t.Errorf("default retention %v h, want 8 days", hours)
+	}
+	check("default", s, hours, 86400)
+
+	s = synthesize(t, &Props{MaxRecordAge: 36*time.Hour + 30*time.Minute}, nil)
+	hours, _ = props(s.one(t, "AWS::Kinesis::Stream"))["RetentionPeriodHours"].(float64)
+	if hours != 205 {
+		t.Errorf("MaxRecordAge 36.5 h: retention %v h, want 205 (rounded up)", hours)
+	}
+	check("MaxRecordAge 36.5 h", s, hours, 36*3600+1800)
+
+	arn := "arn:aws:kinesis:us-east-1:000000000000:stream/existing"
+	s = synthesize(t, &Props{StreamARN: arn, StreamRetention: 10 * 24 * time.Hour, MaxRecordAge: 72 * time.Hour}, nil)
+	if n := len(s.resources("AWS::Kinesis::Stream")); n != 0 {
+		t.Fatalf("%d streams created beside the existing one", n)
+	}
+	check("existing stream", s, 240, 72*3600)
+}
+
 // TestEveryRouteNeedsIAM: the three routes exist, each with IAM
 // authorization and its own throttle; the stage writes access logs.
 func TestEveryRouteNeedsIAM(t *testing.T) {
@@ -312,6 +367,7 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"Query":  {"dynamodb:Query": true, "dynamodb:GetItem": true, "dynamodb:BatchGetItem": true},
 		"Counter": {"dynamodb:UpdateItem": true, "dynamodb:GetItem": true, "dynamodb:ListStreams": true,
 			"dynamodb:DescribeStream": true, "dynamodb:GetRecords": true, "dynamodb:GetShardIterator": true},
+		"Archive": {"dynamodb:ListStreams": true, "dynamodb:DescribeStream": true, "dynamodb:GetRecords": true, "dynamodb:GetShardIterator": true},
 	}
 	// The key spaces each function may touch item by item.
 	spaces := map[string]map[string][]string{
@@ -345,6 +401,9 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		}
 		if strings.HasPrefix(id, "PCounter") {
 			fn = "Counter"
+		}
+		if strings.HasPrefix(id, "PArchive") {
+			fn = "Archive"
 		}
 		for _, st := range props(pol)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 			st := st.(map[string]any)
@@ -407,8 +466,8 @@ func TestAlarmsDashboardOutputs(t *testing.T) {
 			t.Errorf("no alarm on %s", m)
 		}
 	}
-	if len(alarms) != 11 {
-		t.Errorf("%d alarms, want 11", len(alarms))
+	if len(alarms) != 13 {
+		t.Errorf("%d alarms, want 13", len(alarms))
 	}
 	s.one(t, "AWS::CloudWatch::Dashboard")
 	outs := s.tpl["Outputs"].(map[string]any)
@@ -422,7 +481,12 @@ func TestAlarmsDashboardOutputs(t *testing.T) {
 // TestNoUnsuppressedNagFindings: cdk-nag's AwsSolutions pack finds nothing
 // that is not suppressed with a reason in code.
 func TestNoUnsuppressedNagFindings(t *testing.T) {
-	s := defaultSynth(t)
+	noNagFindings(t, defaultSynth(t))
+	noNagFindings(t, synthesize(t, &Props{GSIProjection: "lean", ArchiveExpiryDays: 400}, nil))
+}
+
+func noNagFindings(t *testing.T, s synth) {
+	t.Helper()
 	an := assertions.Annotations_FromStack(s.stack)
 	match := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
 	for _, msgs := range []*[]*cxapi.SynthesisMessage{an.FindError(jsii.String("*"), match), an.FindWarning(jsii.String("*"), match)} {
@@ -438,7 +502,7 @@ func TestContextOverrides(t *testing.T) {
 	arn := "arn:aws:kinesis:us-east-1:000000000000:stream/existing"
 	s := synthesize(t, nil, map[string]any{
 		CtxShards: "8", CtxShardOverrides: `{"hot/src": 64}`, CtxGSIShards: 2, CtxRetentionDays: "7",
-		CtxIngestMemoryMB: "1024", CtxStreamARN: arn, CtxLogLevel: "debug",
+		CtxIngestMemoryMB: "1024", CtxStreamARN: arn, CtxLogLevel: "debug", CtxStreamRetention: "192",
 	})
 	if n := len(s.resources("AWS::Kinesis::Stream")); n != 0 {
 		t.Errorf("%d streams created beside the existing one", n)
@@ -466,7 +530,8 @@ func TestContextOverrides(t *testing.T) {
 }
 
 func TestBadPropsFailAtSynth(t *testing.T) {
-	for _, p := range []Props{{Shards: 5000}, {RetentionDays: -1}, {LogLevel: "loud"}, {BatchSize: 20000}, {GSIProjection: "keys"}} {
+	for _, p := range []Props{{Shards: 5000}, {RetentionDays: -1}, {LogLevel: "loud"}, {BatchSize: 20000}, {GSIProjection: "keys"},
+		{StreamARN: "arn:aws:kinesis:us-east-1:000000000000:stream/existing"}} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -477,9 +542,11 @@ func TestBadPropsFailAtSynth(t *testing.T) {
 			NewPipeline(awscdk.NewStack(app, jsii.String("S"), nil), "P", &p)
 		}()
 	}
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{CtxShards: "many"}})
-	if _, err := PropsFromContext(app.Node()); err == nil || !strings.Contains(err.Error(), CtxShards) {
-		t.Errorf("bad context: %v", err)
+	for key, v := range map[string]any{CtxShards: "many", CtxArchive: "maybe", CtxStreamRetention: "a week"} {
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{key: v}})
+		if _, err := PropsFromContext(app.Node()); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("bad context %s=%v: %v", key, v, err)
+		}
 	}
 }
 

@@ -27,6 +27,15 @@ type Props struct {
 	// StreamKeyARN is the KMS key of an existing stream encrypted with a
 	// customer managed key, so the ingest function may decrypt it.
 	StreamKeyARN string
+	// StreamRetention is how long the stream keeps records, in whole hours.
+	// It must cover MaxRecordAge plus RecoverableFor, so that a batch Lambda
+	// gives up on is still in the stream, for `shardline redrive` to read by
+	// sequence number, for at least 7 days after the give-up. For a created
+	// stream it is the retention it is created with: default MaxRecordAge +
+	// 7 days, rounded up to the hour (8 days). For an existing stream
+	// (StreamARN) it is the retention that stream has, which the stack cannot
+	// read: declare it; it is required.
+	StreamRetention time.Duration
 
 	// Shards is the base-table shard count per source (SHARDS_DEFAULT), 4.
 	Shards int
@@ -74,7 +83,7 @@ type Props struct {
 	// bisection).
 	RetryAttempts *int
 	// MaxRecordAge drops (to the on-failure queue) records older than this,
-	// in whole seconds; 24 h.
+	// in whole seconds; 24 h. StreamRetention must exceed it by 7 days.
 	MaxRecordAge time.Duration
 
 	// IngestRateLimit and IngestBurstLimit throttle POST /v1/events:
@@ -89,10 +98,23 @@ type Props struct {
 	IteratorAgeSeconds, FunctionErrors, Throttles, API5xx *int
 	// AlarmTopicARN, when set, receives every alarm's state changes.
 	AlarmTopicARN string
+
+	// Archive deploys the archive (docs/archive.md): every stored event
+	// also written to an S3 bucket as gzip JSON lines, partitioned by source
+	// and UTC day, with a Glue table for Athena. nil is on, the default;
+	// Bool(false) leaves it out.
+	Archive *bool
+	// ArchiveExpiryDays deletes archived objects this many days after they
+	// were written; more than RetentionDays. 0, the default, keeps them.
+	ArchiveExpiryDays int
 }
 
 // Int returns a pointer to n, for the Props fields where 0 is a setting.
 func Int(n int) *int { return &n }
+
+// Bool returns a pointer to b, for the Props fields where false is a
+// setting of its own.
+func Bool(b bool) *bool { return &b }
 
 // Duration returns a pointer to d, for the Props fields where 0 is a setting.
 func Duration(d time.Duration) *time.Duration { return &d }
@@ -105,7 +127,26 @@ const (
 	DefaultFunctionErrors     = 0
 	DefaultThrottles          = 0
 	DefaultAPI5xx             = 4
+	// RecoverableFor is how long a batch Lambda gave up on stays
+	// recoverable: the stream keeps its records at least this long after
+	// the give-up, and the on-failure queue keeps the message that locates
+	// them (FailedBatchesRetention) at least as long.
+	RecoverableFor = 7 * 24 * time.Hour
+	// FailedBatchesRetention is how long the on-failure queue keeps a
+	// message: SQS's longest.
+	FailedBatchesRetention = 14 * 24 * time.Hour
 )
+
+// MinStreamRetention is the least stream retention that keeps a batch
+// given up on after maxRecordAge recoverable for RecoverableFor: their sum,
+// rounded up to the hour (Kinesis counts retention in hours).
+func MinStreamRetention(maxRecordAge time.Duration) time.Duration {
+	d := maxRecordAge + RecoverableFor
+	if r := d % time.Hour; r != 0 {
+		d += time.Hour - r
+	}
+	return d
+}
 
 // withDefaults fills the fields left unset.
 func (p Props) withDefaults() Props {
@@ -125,6 +166,9 @@ func (p Props) withDefaults() Props {
 	}
 	if p.MaxRecordAge == 0 {
 		p.MaxRecordAge = 24 * time.Hour
+	}
+	if p.StreamRetention == 0 && p.StreamARN == "" {
+		p.StreamRetention = MinStreamRetention(p.MaxRecordAge)
 	}
 	return p
 }
@@ -164,5 +208,8 @@ func (p *Props) defaultOptionals() {
 	}
 	if p.BatchingWindow == nil {
 		p.BatchingWindow = Duration(DefaultBatchingWindow)
+	}
+	if p.Archive == nil {
+		p.Archive = Bool(true)
 	}
 }

@@ -95,6 +95,16 @@ func TestInvalidPropsNameTheProp(t *testing.T) {
 		{"LogLevel", Props{LogLevel: "info+2"}},
 		{"GSIProjection", Props{GSIProjection: "keys"}},
 		{"ShardOverrides", Props{ShardOverrides: map[string]int{"hot": 0}}},
+		// A batch given up on must stay in the stream for 7 days.
+		{"StreamRetention", Props{StreamARN: existing}},
+		{"StreamRetention", Props{StreamARN: existing, StreamRetention: 24 * time.Hour}},
+		{"StreamRetention", Props{StreamARN: existing, StreamRetention: 8 * 24 * time.Hour, MaxRecordAge: 25 * time.Hour}},
+		{"StreamRetention", Props{StreamRetention: 7 * 24 * time.Hour}},
+		{"StreamRetention", Props{StreamRetention: 200*time.Hour + time.Minute}},
+		{"StreamRetention", Props{StreamRetention: 9000 * time.Hour}},
+		{"ArchiveExpiryDays", Props{ArchiveExpiryDays: 30}},
+		{"ArchiveExpiryDays", Props{ArchiveExpiryDays: 100, RetentionDays: 365}},
+		{"ArchiveExpiryDays", Props{ArchiveExpiryDays: -1}},
 	}
 	for _, c := range cases {
 		err := validateWithoutPanic(t, c.p)
@@ -102,8 +112,19 @@ func TestInvalidPropsNameTheProp(t *testing.T) {
 			t.Errorf("%+v: error %v does not name %s", c.p, err, c.prop)
 		}
 	}
-	if err := validateWithoutPanic(t, Props{BatchingWindow: Duration(2 * time.Second), RetryAttempts: Int(0), LogLevel: "WARN"}); err != nil {
-		t.Errorf("valid props refused: %v", err)
+	for _, p := range []Props{
+		{BatchingWindow: Duration(2 * time.Second), RetryAttempts: Int(0), LogLevel: "WARN"},
+		{StreamARN: existing, StreamRetention: 8 * 24 * time.Hour},
+		{StreamARN: existing, StreamRetention: 169 * time.Hour, MaxRecordAge: time.Hour},
+		{MaxRecordAge: 7 * 24 * time.Hour}, // the created stream keeps 14 days
+		{ArchiveExpiryDays: 31}, {Archive: Bool(false), ArchiveExpiryDays: 3650},
+	} {
+		if err := validateWithoutPanic(t, p); err != nil {
+			t.Errorf("valid props %+v refused: %v", p, err)
+		}
+	}
+	if err := (Props{StreamARN: existing}).Validate(); err == nil || !strings.Contains(err.Error(), "at least 192h") {
+		t.Errorf("an existing stream without StreamRetention: %v, want the least retention named", err)
 	}
 	// NewPipeline still panics, as constructs do, but with the same error.
 	defer func() {
@@ -113,6 +134,8 @@ func TestInvalidPropsNameTheProp(t *testing.T) {
 	}()
 	NewPipeline(awscdk.NewStack(awscdk.NewApp(nil), jsii.String("S"), nil), "P", &Props{BatchingWindow: Duration(1500 * time.Millisecond)})
 }
+
+const existing = "arn:aws:kinesis:us-east-1:000000000000:stream/existing"
 
 func validateWithoutPanic(t *testing.T, p Props) (err error) {
 	defer func() {

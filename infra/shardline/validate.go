@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/shardline/shardline/internal/cloudevent"
@@ -20,7 +21,7 @@ func (p Props) Validate() error { return p.withDefaults().validate() }
 
 // validate checks props that have their defaults.
 func (p Props) validate() error {
-	err := errors.Join(p.checkInts(), p.checkDurations(), p.checkWords())
+	err := errors.Join(p.checkInts(), p.checkDurations(), p.checkRecovery(), p.checkArchive(), p.checkWords())
 	if err != nil {
 		return fmt.Errorf("shardline props: %w", err)
 	}
@@ -95,6 +96,40 @@ func (p Props) checkDurations() error {
 	}
 	return errors.Join(errs...)
 }
+
+// MaxStreamRetention is the longest retention Kinesis allows, 365 days.
+const MaxStreamRetention = 8760 * time.Hour
+
+// checkRecovery holds the rule that a batch Lambda gives up on stays
+// recoverable for RecoverableFor: the stream must keep its records that
+// long after MaxRecordAge, the latest a give-up happens. An existing
+// stream's retention cannot be read at synth, so it must be declared.
+func (p Props) checkRecovery() error {
+	least := MinStreamRetention(p.MaxRecordAge)
+	switch r := p.StreamRetention; {
+	case r == 0:
+		return fmt.Errorf("StreamRetention is required with StreamARN: declare the existing stream's retention, at least %s (MaxRecordAge %s + %s), raising it first if need be (aws kinesis increase-stream-retention-period)",
+			hours(least), hours(p.MaxRecordAge), hours(RecoverableFor))
+	case r%time.Hour != 0 || r < 24*time.Hour || r > MaxStreamRetention:
+		return fmt.Errorf("StreamRetention is %v: want whole hours from 24h to %s", r, hours(MaxStreamRetention))
+	case r < least:
+		return fmt.Errorf("StreamRetention is %s: a batch given up on after MaxRecordAge %s would leave the stream less than %s later; want at least %s, or a lower MaxRecordAge",
+			hours(r), hours(p.MaxRecordAge), hours(RecoverableFor), hours(least))
+	}
+	return nil
+}
+
+// checkArchive: an archive that expires no later than the table keeps
+// nothing the table does not.
+func (p Props) checkArchive() error {
+	if d := p.ArchiveExpiryDays; d != 0 && (d <= p.RetentionDays || d > 36500) {
+		return fmt.Errorf("ArchiveExpiryDays is %d: want 0 (keep) or more than RetentionDays (%d), at most 36500", d, p.RetentionDays)
+	}
+	return nil
+}
+
+// hours spells d in hours, as Kinesis counts retention: "192h".
+func hours(d time.Duration) string { return strconv.FormatFloat(d.Hours(), 'f', -1, 64) + "h" }
 
 // checkWords checks the props that are names or JSON.
 func (p Props) checkWords() error {

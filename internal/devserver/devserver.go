@@ -100,6 +100,10 @@ func Run(ctx context.Context, o Options) error {
 	if err := startCounter(ctx, out, client, endpoint, o.Table, cfg.Retention, log); err != nil {
 		return err
 	}
+	archiveDir, err := startArchive(ctx, out, client, endpoint, o.Table, o.DBDir, log)
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -125,6 +129,9 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		if err := dashboards(ctx, out, base, stored); err != nil {
+			return err
+		}
+		if err := archived(ctx, out, archiveDir, stored); err != nil {
 			return err
 		}
 	}

@@ -56,7 +56,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, want := range []string{"stored 13 events", "quarantined 3 records", "auth #1 (eu/west)", "202 {\"accepted\":4",
 		"-> 2 events, plan gsi", `"id":"ord-7f3aa0"`, "next page: add &cursor=",
-		"sources in the last two days", "13 of 13 stored events counted"} {
+		"sources in the last two days", "13 of 13 stored events counted", "archived 13 of 13 stored events"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -1,0 +1,295 @@
+package shardline
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/shardline/shardline/internal/archive"
+)
+
+// archiveBucket is the bucket the archive writes to: the one with a
+// lifecycle rule on the events prefix.
+func (s synth) archiveBucket(t *testing.T) (string, map[string]any) {
+	t.Helper()
+	for id, b := range s.resources("AWS::S3::Bucket") {
+		if strings.Contains(id, "ArchiveStoreBucket") {
+			return id, props(b)
+		}
+	}
+	t.Fatal("no archive bucket")
+	return "", nil
+}
+
+// bucketPolicy is the statements of bucket id's policy.
+func (s synth) bucketPolicy(t *testing.T, id string) []any {
+	t.Helper()
+	for _, p := range s.resources("AWS::S3::BucketPolicy") {
+		if b, _ := json.Marshal(props(p)["Bucket"]); string(b) == `{"Ref":"`+id+`"}` {
+			return props(p)["PolicyDocument"].(map[string]any)["Statement"].([]any)
+		}
+	}
+	t.Fatalf("no policy on %s", id)
+	return nil
+}
+
+// TestArchiveBucketIsLockedDown: both of the archive's buckets are
+// encrypted, block every kind of public access, refuse requests without
+// TLS (the archive's also TLS below 1.2), are retained with the stack;
+// the archive's is versioned, logs its access, and has its lifecycle:
+// Intelligent-Tiering after 30 days, old versions kept 30 days, and an
+// expiry only when ArchiveExpiryDays asks.
+func TestArchiveBucketIsLockedDown(t *testing.T) {
+	s := defaultSynth(t)
+	buckets := s.resources("AWS::S3::Bucket")
+	if len(buckets) != 2 {
+		t.Fatalf("%d buckets, want the archive and its access logs", len(buckets))
+	}
+	blocked := map[string]any{"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true}
+	for id, b := range buckets {
+		p := props(b)
+		enc, _ := json.Marshal(p["BucketEncryption"])
+		if !strings.Contains(string(enc), `"SSEAlgorithm":"AES256"`) {
+			t.Errorf("%s: encryption %s", id, enc)
+		}
+		if !reflect.DeepEqual(p["PublicAccessBlockConfiguration"], blocked) {
+			t.Errorf("%s: public access block %v", id, p["PublicAccessBlockConfiguration"])
+		}
+		if b["DeletionPolicy"] != "Retain" {
+			t.Errorf("%s: deletion policy %v", id, b["DeletionPolicy"])
+		}
+		sslOnly := false
+		for _, st := range s.bucketPolicy(t, id) {
+			st := st.(map[string]any)
+			cond, _ := json.Marshal(st["Condition"])
+			res, _ := json.Marshal(st["Resource"])
+			if st["Effect"] == "Deny" && st["Action"] == "s3:*" && string(cond) == `{"Bool":{"aws:SecureTransport":"false"}}` && strings.Contains(string(res), `"/*"`) {
+				sslOnly = true
+			}
+			if st["Effect"] == "Allow" {
+				if pr, _ := json.Marshal(st["Principal"]); string(pr) != `{"Service":"logging.s3.amazonaws.com"}` || !strings.Contains(string(cond), "aws:SourceArn") {
+					t.Errorf("%s: allows %s to %s", id, pr, st["Action"])
+				}
+			}
+		}
+		if !sslOnly {
+			t.Errorf("%s: does not refuse requests without TLS", id)
+		}
+	}
+
+	id, p := s.archiveBucket(t)
+	if v, _ := json.Marshal(p["VersioningConfiguration"]); string(v) != `{"Status":"Enabled"}` {
+		t.Errorf("versioning %s", v)
+	}
+	if logs, _ := json.Marshal(p["LoggingConfiguration"]); !strings.Contains(string(logs), "ArchiveStoreAccessLogs") {
+		t.Errorf("server access logging %s", logs)
+	}
+	tls := false
+	for _, st := range s.bucketPolicy(t, id) {
+		cond, _ := json.Marshal(st.(map[string]any)["Condition"])
+		tls = tls || string(cond) == `{"NumericLessThan":{"s3:TlsVersion":1.2}}`
+	}
+	if !tls {
+		t.Error("the archive bucket takes TLS below 1.2")
+	}
+	rules := p["LifecycleConfiguration"].(map[string]any)["Rules"].([]any)
+	rule := rules[0].(map[string]any)
+	want := map[string]any{
+		"Id": "archive-events", "Prefix": archive.Prefix, "Status": "Enabled",
+		"Transitions":                    []any{map[string]any{"StorageClass": "INTELLIGENT_TIERING", "TransitionInDays": float64(ArchiveTierDays)}},
+		"NoncurrentVersionExpiration":    map[string]any{"NoncurrentDays": float64(ArchiveNoncurrentDays)},
+		"AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": float64(1)},
+	}
+	if len(rules) != 1 || !reflect.DeepEqual(rule, want) {
+		t.Errorf("lifecycle %v, want %v (no expiry by default)", rules, want)
+	}
+
+	_, p = synthesize(t, &Props{ArchiveExpiryDays: 400}, nil).archiveBucket(t)
+	rule = p["LifecycleConfiguration"].(map[string]any)["Rules"].([]any)[0].(map[string]any)
+	if rule["ExpirationInDays"] != float64(400) {
+		t.Errorf("ArchiveExpiryDays 400: lifecycle %v", rule)
+	}
+}
+
+// TestArchiveIAMIsLeastPrivilege: the archive function may read the
+// table's stream and put objects under the events prefix, nothing more: no
+// read, list or delete in the bucket, no item in the table. The readers'
+// policy may only get and list the events and read the Glue table.
+func TestArchiveIAMIsLeastPrivilege(t *testing.T) {
+	s := defaultSynth(t)
+	got := map[string]string{}
+	for id, pol := range s.resources("AWS::IAM::Policy") {
+		if !strings.HasPrefix(id, "PArchive") {
+			continue
+		}
+		for _, st := range props(pol)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := st.(map[string]any)
+			res, _ := json.Marshal(st["Resource"])
+			for _, a := range actions(st["Action"]) {
+				got[a] = string(res)
+			}
+		}
+	}
+	want := map[string]string{
+		"s3:PutObject": "/events/*", "dynamodb:DescribeStream": "StreamArn", "dynamodb:GetRecords": "StreamArn",
+		"dynamodb:GetShardIterator": "StreamArn", "dynamodb:ListStreams": `"*"`,
+		"xray:PutTraceSegments": `"*"`, "xray:PutTelemetryRecords": `"*"`, "logs:CreateLogStream": "ArchiveLogs", "logs:PutLogEvents": "ArchiveLogs",
+	}
+	if len(got) != len(want) {
+		t.Errorf("the archive role may %v, want exactly %v", keysOf(got), keysOf(want))
+	}
+	for a, res := range want {
+		if !strings.Contains(got[a], res) {
+			t.Errorf("archive role: %s on %s, want %s", a, got[a], res)
+		}
+	}
+	if !strings.Contains(got["s3:PutObject"], "ArchiveStoreBucket") {
+		t.Errorf("PutObject on %s, not the archive bucket", got["s3:PutObject"])
+	}
+
+	readers := s.one(t, "AWS::IAM::ManagedPolicy")
+	allowed := map[string]bool{"s3:GetObject": true, "s3:ListBucket": true, "s3:GetBucketLocation": true,
+		"glue:GetDatabase": true, "glue:GetTable": true, "glue:GetPartition": true, "glue:GetPartitions": true}
+	for _, st := range props(readers)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+		st := st.(map[string]any)
+		res, _ := json.Marshal(st["Resource"])
+		for _, a := range actions(st["Action"]) {
+			if !allowed[a] {
+				t.Errorf("archive readers may %s", a)
+			}
+			if a == "s3:GetObject" && !strings.Contains(string(res), `"/events/*"`) {
+				t.Errorf("readers get objects %s, not only events", res)
+			}
+			if a == "s3:ListBucket" {
+				if cond, _ := json.Marshal(st["Condition"]); string(cond) != `{"StringLike":{"s3:prefix":["events/*"]}}` {
+					t.Errorf("readers list %s", cond)
+				}
+			}
+			if string(res) == `"*"` {
+				t.Errorf("readers may %s on every resource", a)
+			}
+		}
+	}
+}
+
+func actions(v any) []string {
+	switch a := v.(type) {
+	case string:
+		return []string{a}
+	case []any:
+		var out []string
+		for _, x := range a {
+			out = append(out, x.(string))
+		}
+		return out
+	}
+	return nil
+}
+
+func keysOf(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestArchiveMappingTableAndAlarms: the table's stream reaches the archive
+// function with inserted and rewritten events only, retried until it
+// succeeds; the Glue table's columns are archive.Line's, projected on src
+// and day at the archive's prefix, read as JSON; the archive has its lag
+// and error alarms and its outputs.
+func TestArchiveMappingTableAndAlarms(t *testing.T) {
+	s := defaultSynth(t)
+	m := s.mapping(t, "Archive")
+	for k, v := range map[string]any{"BatchSize": float64(ArchiveBatchSize), "MaximumBatchingWindowInSeconds": float64(ArchiveBatchingWindow),
+		"StartingPosition": "TRIM_HORIZON", "ParallelizationFactor": float64(1)} {
+		if !reflect.DeepEqual(m[k], v) {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	for _, k := range []string{"MaximumRetryAttempts", "MaximumRecordAgeInSeconds", "DestinationConfig"} {
+		if v, ok := m[k]; ok && v != float64(-1) {
+			t.Errorf("%s = %v: the archive must retry until it succeeds", k, v)
+		}
+	}
+	f, _ := json.Marshal(m["FilterCriteria"])
+	if !strings.Contains(string(f), `\"eventName\":[\"INSERT\",\"MODIFY\"]`) || !strings.Contains(string(f), `{\"prefix\":\"E#\"}`) {
+		t.Errorf("filter %s", f)
+	}
+
+	tbl := props(s.one(t, "AWS::Glue::Table"))["TableInput"].(map[string]any)
+	sd := tbl["StorageDescriptor"].(map[string]any)
+	var cols []string
+	for _, c := range sd["Columns"].([]any) {
+		cols = append(cols, c.(map[string]any)["Name"].(string))
+	}
+	if want := []string{"source", "id", "time", "type", "subject", "change", "stored_at", "seq", "event"}; !reflect.DeepEqual(cols, want) || !reflect.DeepEqual(cols, ArchiveColumns()) {
+		t.Errorf("columns %v, want %v", cols, want)
+	}
+	parts, _ := json.Marshal(tbl["PartitionKeys"])
+	if string(parts) != `[{"Name":"src","Type":"string"},{"Name":"day","Type":"string"}]` {
+		t.Errorf("partitions %s", parts)
+	}
+	params := tbl["Parameters"].(map[string]any)
+	tmpl, _ := json.Marshal(params["storage.location.template"])
+	if params["projection.enabled"] != "true" || params["projection.src.type"] != "injected" || params["projection.day.type"] != "date" ||
+		params["projection.day.format"] != "yyyy-MM-dd" || !strings.Contains(string(tmpl), `"/events/src=${src}/day=${day}/"`) ||
+		!strings.Contains(string(tmpl), "ArchiveStoreBucket") {
+		t.Errorf("projection %v", params)
+	}
+	if sd["SerdeInfo"].(map[string]any)["SerializationLibrary"] != "org.openx.data.jsonserde.JsonSerDe" {
+		t.Errorf("serde %v", sd["SerdeInfo"])
+	}
+	db := props(s.one(t, "AWS::Glue::Database"))["DatabaseInput"].(map[string]any)["Name"]
+	if db != "s_archive" || props(s.one(t, "AWS::Glue::Table"))["DatabaseName"] != db {
+		t.Errorf("database %v", db)
+	}
+
+	found := map[string]bool{}
+	for id, a := range s.resources("AWS::CloudWatch::Alarm") {
+		for _, name := range []string{"ArchiveIteratorAgeAlarm", "ArchiveErrorsAlarm"} {
+			if strings.HasPrefix(id, "P"+name) {
+				found[name] = true
+				if name == "ArchiveIteratorAgeAlarm" && props(a)["Threshold"] != float64(ArchiveIteratorAgeSeconds*1000) {
+					t.Errorf("%s threshold %v", name, props(a)["Threshold"])
+				}
+			}
+		}
+	}
+	if len(found) != 2 {
+		t.Errorf("archive alarms %v", found)
+	}
+	outs := s.tpl["Outputs"].(map[string]any)
+	for _, o := range []string{"ArchiveBucket", "ArchiveDatabase", "ArchiveReaderPolicyArn"} {
+		if outs[o] == nil {
+			t.Errorf("no output %s", o)
+		}
+	}
+}
+
+// TestArchiveOff: Archive false (as a prop or from context) deploys none of
+// it: no bucket, function, mapping, Glue table, policy, alarm or output,
+// and what is left is still cdk-nag clean.
+func TestArchiveOff(t *testing.T) {
+	for _, s := range []synth{synthesize(t, &Props{Archive: Bool(false)}, nil), synthesize(t, nil, map[string]any{CtxArchive: "false"})} {
+		for _, typ := range []string{"AWS::S3::Bucket", "AWS::S3::BucketPolicy", "AWS::Glue::Database", "AWS::Glue::Table", "AWS::IAM::ManagedPolicy"} {
+			if n := len(s.resources(typ)); n != 0 {
+				t.Errorf("Archive off: %d %s", n, typ)
+			}
+		}
+		for typ, want := range map[string]int{"AWS::Lambda::Function": 3, "AWS::Lambda::EventSourceMapping": 2, "AWS::CloudWatch::Alarm": 11} {
+			if n := len(s.resources(typ)); n != want {
+				t.Errorf("Archive off: %d %s, want %d", n, typ, want)
+			}
+		}
+		b, _ := json.Marshal(s.tpl)
+		if strings.Contains(string(b), "Archive") {
+			t.Error("Archive off: the template still names the archive")
+		}
+		noNagFindings(t, s)
+	}
+}

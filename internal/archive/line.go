@@ -1,0 +1,80 @@
+package archive
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// Line is one archived event: one JSON object on a line of its object. The
+// columns of the stack's Glue table are these fields.
+type Line struct {
+	Source   string `json:"source"`
+	ID       string `json:"id"`
+	Time     string `json:"time"` // the event's time, RFC 3339 UTC with the stored precision
+	Type     string `json:"type"`
+	Subject  string `json:"subject,omitempty"`
+	Change   string `json:"change"`    // INSERT (first stored) or MODIFY (stored again with other content)
+	StoredAt string `json:"stored_at"` // when the table changed: the stream record's creation time, RFC 3339 UTC
+	Seq      string `json:"seq"`       // the stream record's sequence number: a later change of one event has a larger one
+	Event    string `json:"event"`     // the CloudEvent as stored, JSON text, byte for byte
+	day      time.Time
+}
+
+// parse reads the records to archive: inserted or rewritten event items.
+// Everything else (TTL removals, quarantine, shard records, counters,
+// catalogue) is skipped, as the mapping's filter would have skipped it. An
+// event item that cannot be read is an error: it would otherwise never
+// reach the archive.
+func parse(recs []events.DynamoDBEventRecord) (lines []Line, skipped int, err error) {
+	for _, r := range recs {
+		pk, ok := str(r.Change.Keys, schema.PK)
+		if (r.EventName != "INSERT" && r.EventName != "MODIFY") || !ok || !strings.HasPrefix(pk, "E#") {
+			skipped++
+			continue
+		}
+		l, err := parseEvent(r, pk)
+		if err != nil {
+			return nil, skipped, fmt.Errorf("stream record %s: %w", r.EventID, err)
+		}
+		lines = append(lines, l)
+	}
+	return lines, skipped, nil
+}
+
+func parseEvent(r events.DynamoDBEventRecord, pk string) (Line, error) {
+	k, err := bucketing.ParsePK(pk)
+	if err != nil {
+		return Line{}, err
+	}
+	sk, _ := str(r.Change.Keys, schema.SK)
+	t, id, err := bucketing.ParseSortKey(sk)
+	if err != nil {
+		return Line{}, err
+	}
+	img := r.Change.NewImage
+	ev, ok := str(img, schema.Event)
+	if !ok {
+		return Line{}, fmt.Errorf("no %q in the new image: the stream must carry new images", schema.Event)
+	}
+	typ, _ := str(img, schema.Type)
+	subject, _ := str(img, schema.Subject)
+	return Line{
+		Source: k.Source, ID: id, Time: t.UTC().Format(time.RFC3339Nano), Type: typ, Subject: subject,
+		Change: r.EventName, StoredAt: r.Change.ApproximateCreationDateTime.UTC().Format(time.RFC3339),
+		Seq: r.Change.SequenceNumber, Event: ev, day: t.UTC().Truncate(24 * time.Hour),
+	}, nil
+}
+
+func str(m map[string]events.DynamoDBAttributeValue, name string) (string, bool) {
+	v, ok := m[name]
+	if !ok || v.DataType() != events.DataTypeString {
+		return "", false
+	}
+	return v.String(), true
+}

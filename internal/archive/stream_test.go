@@ -1,0 +1,205 @@
+package archive_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/archive"
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// kinesis is a Kinesis batch of the given record data.
+func kinesis(data ...string) events.KinesisEvent {
+	var k events.KinesisEvent
+	for i, d := range data {
+		k.Records = append(k.Records, events.KinesisEventRecord{EventSource: "aws:kinesis",
+			EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/s",
+			Kinesis:        events.KinesisRecord{Data: []byte(d), SequenceNumber: fmt.Sprint(i)}})
+	}
+	return k
+}
+
+// TestArchiveFromTheStream runs the archive on DynamoDB Local's stream of
+// what the ingest function stored: every stored event reaches the archive
+// in its (source, day) partition, whatever its source holds, a late event
+// in its own day; a rewrite with other content adds a MODIFY line; a
+// quarantined record does not; a batch delivered twice rewrites its
+// objects; and the newest line of each event is the table's item, byte for
+// byte.
+func TestArchiveFromTheStream(t *testing.T) {
+	ctx := context.Background()
+	client := testdb.Client(t, testdb.Endpoint(t))
+	table := fmt.Sprintf("archive-%d", time.Now().UnixNano())
+	if err := schema.Create(ctx, client, table); err != nil {
+		t.Fatal(err)
+	}
+	h := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
+	ev := func(src, id string, at time.Time, data string) string {
+		b, _ := json.Marshal(map[string]any{"id": id, "source": src, "type": "t." + id[:1], "time": at.Format(time.RFC3339Nano),
+			"data": json.RawMessage(data)})
+		return string(b)
+	}
+	late := now.Add(-20 * 24 * time.Hour)
+	batch := []string{
+		ev("orders", "a1", now.Add(-time.Hour), `12345678901234567890`),
+		ev("orders", "a2", now.Add(-13*time.Hour), `{"n":[1,2,3]}`),
+		ev("auth #1 (eu/west)", "b1", now.Add(-time.Minute), `"<&>"`),
+		ev("ü/β", "c1", now.Add(-2*time.Minute), `null`),
+		ev(".hidden", "d1", late, `1.50`),
+		"not an event",
+	}
+	for _, k := range []events.KinesisEvent{kinesis(batch...), kinesis(batch[0]), kinesis(ev("orders", "a1", now.Add(-time.Hour), `2`))} {
+		if resp, err := h.Kinesis(ctx, k); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("ingest: %v %v", err, resp.BatchItemFailures)
+		}
+	}
+
+	arn, err := streams.StreamARN(ctx, client, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := streams.Read(ctx, streams.Static(testdb.Endpoint(t)), arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f := &archive.Function{Store: archive.Dir(dir)}
+	for _, rs := range recs {
+		for i := 0; i < len(rs); i += 4 {
+			b := events.DynamoDBEvent{Records: rs[i:min(i+4, len(rs))]}
+			for range 1 + 1*(i/4%2) { // every other batch is delivered twice
+				if err := f.Invoke(ctx, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+
+	lines := readDir(t, dir)
+	var got []string
+	for _, l := range lines {
+		got = append(got, l.Source+" "+l.ID+" "+l.Change)
+	}
+	sort.Strings(got)
+	want := []string{".hidden d1 INSERT", "auth #1 (eu/west) b1 INSERT", "orders a1 INSERT", "orders a1 MODIFY", "orders a2 INSERT", "ü/β c1 INSERT"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("archived %q, want %q", got, want)
+	}
+	for _, l := range lines {
+		tm, _ := time.Parse(time.RFC3339Nano, l.Time)
+		if want := archive.ObjectKey(l.Source, tm, "x"); !strings.HasPrefix(l.path, strings.TrimSuffix(want, "x.json.gz")) {
+			t.Errorf("%s %s in %s, want it under %s", l.Source, l.ID, l.path, want)
+		}
+	}
+	if n := len(partitions(lines, late)); n != 1 {
+		t.Errorf("the late event is in %d partitions of its own day", n)
+	}
+	checkNewestIsTheTable(t, client, table, lines)
+}
+
+type line struct {
+	archive.Line
+	path string
+}
+
+// readDir decodes every object under dir.
+func readDir(t *testing.T, dir string) []line {
+	t.Helper()
+	var out []line
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if !strings.HasSuffix(path, ".json.gz") {
+			return fmt.Errorf("stray file %s", path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		for dec := json.NewDecoder(zr); dec.More(); {
+			var l archive.Line
+			if err := dec.Decode(&l); err != nil {
+				return err
+			}
+			out = append(out, line{l, filepath.ToSlash(rel)})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func partitions(lines []line, day time.Time) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range lines {
+		if strings.Contains(l.path, "/day="+day.Format(archive.DayLayout)+"/") {
+			out[filepath.Dir(l.path)] = true
+		}
+	}
+	return out
+}
+
+// checkNewestIsTheTable: the line with the largest sequence number of each
+// event, as an Athena query that removes duplicates picks it, holds the
+// table's event exactly.
+func checkNewestIsTheTable(t *testing.T, c *dynamodb.Client, table string, lines []line) {
+	t.Helper()
+	newest := map[string]archive.Line{}
+	for _, l := range lines {
+		k := l.Source + "\x00" + l.ID + "\x00" + l.Time
+		if n, ok := newest[k]; !ok || len(l.Seq) > len(n.Seq) || len(l.Seq) == len(n.Seq) && l.Seq > n.Seq {
+			newest[k] = l.Line
+		}
+	}
+	out, err := c.Scan(context.Background(), &dynamodb.ScanInput{TableName: &table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	for _, it := range out.Items {
+		pk := it[schema.PK].(*types.AttributeValueMemberS).Value
+		if !strings.HasPrefix(pk, "E#") {
+			continue
+		}
+		stored++
+		ev := it[schema.Event].(*types.AttributeValueMemberS).Value
+		var e struct{ Source, ID, Time string }
+		json.Unmarshal([]byte(ev), &e)
+		tm, _ := time.Parse(time.RFC3339Nano, e.Time)
+		l, ok := newest[e.Source+"\x00"+e.ID+"\x00"+tm.UTC().Format(time.RFC3339Nano)]
+		if !ok || l.Event != ev {
+			t.Errorf("table holds %s, archive's newest line %q", ev, l.Event)
+		}
+	}
+	if stored != len(newest) {
+		t.Errorf("%d events stored, %d archived", stored, len(newest))
+	}
+}
