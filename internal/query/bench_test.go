@@ -76,7 +76,7 @@ func BenchmarkDashboard(b *testing.B) {
 			kev.Records = append(kev.Records, events.KinesisEventRecord{EventSource: "aws:kinesis",
 				Kinesis: events.KinesisRecord{Data: data, SequenceNumber: fmt.Sprint(i)}})
 		}
-		if resp, err := in.Kinesis(context.Background(), kev); err != nil || len(resp.BatchItemFailures) > 0 {
+		if resp, err := in.Kinesis(loading(b), kev); err != nil || len(resp.BatchItemFailures) > 0 {
 			b.Fatalf("load %s: %v %v", s.name, err, resp.BatchItemFailures)
 		}
 	}

@@ -34,7 +34,7 @@ func TestDashboardRoutes(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"id": fmt.Sprint(i), "source": src, "type": fmt.Sprintf("t%d", i%2), "time": at.Format(time.RFC3339)})
 		k.Records = append(k.Records, events.KinesisEventRecord{EventSource: "aws:kinesis", Kinesis: events.KinesisRecord{Data: b, SequenceNumber: fmt.Sprint(i)}})
 	}
-	if resp, err := in.Kinesis(context.Background(), k); err != nil || len(resp.BatchItemFailures) > 0 {
+	if resp, err := in.Kinesis(loading(t), k); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("ingest: %v %v", err, resp.BatchItemFailures)
 	}
 	arn, err := streams.StreamARN(context.Background(), client, table)

@@ -103,3 +103,12 @@ func TestRESTQuery(t *testing.T) {
 		}
 	}
 }
+
+// loading is the context a test loads its data in: a Lambda-like deadline
+// far away. Without one the ingest handler takes the local server's 25 s,
+// which a large load can outlast on a loaded machine.
+func loading(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -36,7 +36,7 @@ func TestLeanGSI(t *testing.T) {
 		b, _ := json.Marshal(evs[i : i+50])
 		kev.Records = append(kev.Records, events.KinesisEventRecord{EventSource: "aws:kinesis", Kinesis: events.KinesisRecord{Data: b, SequenceNumber: fmt.Sprint(i)}})
 	}
-	if resp, err := in.Kinesis(context.Background(), kev); err != nil || len(resp.BatchItemFailures) > 0 {
+	if resp, err := in.Kinesis(loading(t), kev); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
 	h := handlerFor(t, table, testdb.Endpoint(t))

@@ -90,7 +90,7 @@ func loadBig(t *testing.T, table, source string, n, size int) []string {
 				Kinesis: events.KinesisRecord{Data: raw, SequenceNumber: fmt.Sprint(i)}})
 			ids = append(ids, id)
 		}
-		resp, err := in.Kinesis(context.Background(), kev)
+		resp, err := in.Kinesis(loading(t), kev)
 		if err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("load: %v %v", err, resp.BatchItemFailures)
 		}
@@ -214,7 +214,7 @@ func TestQuarantinePagesFitLambdaPayload(t *testing.T) {
 					ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: now.Add(-time.Duration(n+1) * time.Minute)}},
 			})
 		}
-		if resp, err := in.Kinesis(context.Background(), kev); err != nil || len(resp.BatchItemFailures) > 0 {
+		if resp, err := in.Kinesis(loading(t), kev); err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("%v %v", err, resp.BatchItemFailures)
 		}
 	}

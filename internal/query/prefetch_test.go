@@ -94,7 +94,7 @@ func loadBurst(t *testing.T) *burst {
 			kev.Records = append(kev.Records, events.KinesisEventRecord{EventSource: "aws:kinesis",
 				Kinesis: events.KinesisRecord{Data: data, SequenceNumber: fmt.Sprint(i)}})
 		}
-		if resp, err := in.Kinesis(context.Background(), kev); err != nil || len(resp.BatchItemFailures) > 0 {
+		if resp, err := in.Kinesis(loading(t), kev); err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("load burst: %v %v", err, resp.BatchItemFailures)
 		}
 		stripHints(t, b.table, burstSource, "2026-11-20", "2026-11-21")

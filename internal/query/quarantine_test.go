@@ -33,7 +33,7 @@ func TestQuarantineListing(t *testing.T) {
 				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: now.Add(-time.Duration(i+1) * time.Minute)}},
 		})
 	}
-	if resp, err := in.Kinesis(context.Background(), kev); err != nil || len(resp.BatchItemFailures) > 0 {
+	if resp, err := in.Kinesis(loading(t), kev); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
 	h := handlerFor(t, table, testdb.Endpoint(t))
@@ -84,7 +84,7 @@ func TestQuarantineShowsReplay(t *testing.T) {
 				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: now.Add(-time.Duration(i+1) * time.Minute)}},
 		})
 	}
-	if resp, err := in.Kinesis(context.Background(), kev); err != nil || len(resp.BatchItemFailures) > 0 {
+	if resp, err := in.Kinesis(loading(t), kev); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
 	// Mark the newer record as a replay does.

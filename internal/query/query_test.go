@@ -79,7 +79,7 @@ func loadCorpus(t testing.TB) *corpus {
 			kev.Records = append(kev.Records, events.KinesisEventRecord{EventSource: "aws:kinesis",
 				Kinesis: events.KinesisRecord{Data: p, SequenceNumber: fmt.Sprint(i)}})
 		}
-		resp, err := h.Kinesis(context.Background(), kev)
+		resp, err := h.Kinesis(loading(t), kev)
 		if err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("load corpus: %v %v", err, resp.BatchItemFailures)
 		}

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -21,7 +20,7 @@ func store(t *testing.T, h *ingest.Handler, source string, times []time.Time) {
 	t.Helper()
 	var k events.KinesisEvent
 	flush := func() {
-		if resp, err := h.Kinesis(context.Background(), k); err != nil || len(resp.BatchItemFailures) > 0 {
+		if resp, err := h.Kinesis(loading(t), k); err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("ingest: %v %v", err, resp.BatchItemFailures)
 		}
 		k.Records = nil
