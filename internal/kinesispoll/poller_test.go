@@ -3,7 +3,6 @@ package kinesispoll
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,108 +77,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// corpus is n events in records: most one event a record, every seventh
-// record an array of three, every fifth event without a time, and one
-// record that is not JSON. It returns the records and the events' keys,
-// with a zero time for those the pipeline stamps.
-type wantEvent struct {
-	source, id string
-	at         time.Time // zero: the record's arrival
-	record     int       // which record holds it
-}
-
-func corpus(n int, sources ...string) ([][]byte, []wantEvent) {
-	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
-	var records [][]byte
-	var want []wantEvent
-	event := func(i int) (string, wantEvent) {
-		w := wantEvent{source: sources[i%len(sources)], id: fmt.Sprintf("ev-%d", i), record: len(records)}
-		if i%5 == 4 {
-			return fmt.Sprintf(`{"specversion":"1.0","id":%q,"source":%q,"type":"t"}`, w.id, w.source), w
-		}
-		w.at = base.Add(time.Duration(i) * time.Millisecond)
-		return fmt.Sprintf(`{"specversion":"1.0","id":%q,"source":%q,"type":"t","time":%q,"data":{"n":%d}}`,
-			w.id, w.source, w.at.Format(time.RFC3339Nano), i), w
-	}
-	for i := 0; i < n; {
-		if len(records)%7 == 6 && i+3 <= n {
-			var parts []string
-			for range 3 {
-				e, w := event(i)
-				parts, want, i = append(parts, e), append(want, w), i+1
-			}
-			records = append(records, []byte("["+strings.Join(parts, ",")+"]"))
-			continue
-		}
-		e, w := event(i)
-		records, want, i = append(records, []byte(e)), append(want, w), i+1
-	}
-	records = append(records, []byte("not json"))
-	return records, want
-}
-
-// arrivals reads the stream back and gives each record's data its arrival.
-func arrivals(t *testing.T, r *rig) map[string]time.Time {
-	t.Helper()
-	stream, _ := kinesisread.ParseARN(r.arn)
-	shards, err := kinesisread.Shards(context.Background(), r.kin, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]time.Time{}
-	for _, s := range shards {
-		it, err := kinesisread.Iterator(context.Background(), r.kin, stream, *s.ShardId, kinesisread.TrimHorizon)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			p, err := kinesisread.Read(context.Background(), r.kin, stream, *s.ShardId, it, 10000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, rec := range p.Records {
-				out[string(rec.Kinesis.Data)] = rec.Kinesis.ApproximateArrivalTimestamp.Time
-			}
-			if len(p.Records) == 0 {
-				break
-			}
-			it = p.Next
-		}
-	}
-	return out
-}
-
-// assertExactlyOnce: each event is stored once, under its own time or its
-// record's arrival, nothing else is, and one record is quarantined.
-func assertExactlyOnce(t *testing.T, r *rig, records [][]byte, want []wantEvent) {
-	t.Helper()
-	arrived := arrivals(t, r)
-	got := testdb.StoredIn(t, testdb.Client(t, testdb.Endpoint(t)), r.table)
-	for _, w := range want {
-		at := w.at
-		if at.IsZero() {
-			at = arrived[string(records[w.record])].Round(time.Millisecond)
-		}
-		k := testdb.EventKey(w.source, w.id, at)
-		if got.Events[k] != 1 {
-			t.Errorf("%s stored %d times", k, got.Events[k])
-		}
-		delete(got.Events, k)
-	}
-	for k := range got.Events {
-		t.Errorf("stored but not sent: %s", k)
-	}
-	if got.Quarantined != 1 {
-		t.Errorf("%d records quarantined, want 1", got.Quarantined)
-	}
-}
-
 // TestEndToEnd: records put into kinesalite reach the real ingest handler
 // through the poller and are stored in DynamoDB Local exactly once; an
 // event without a time gets its record's arrival.
 func TestEndToEnd(t *testing.T) {
 	r := newRig(t, 2)
-	records, want := corpus(600, "svc-a", "svc-b", "auth #1 (eu/west)")
+	records, want := testkinesis.Corpus(600, "svc-a", "svc-b", "auth #1 (eu/west)")
 	testkinesis.Put(t, r.kin, r.arn, records)
 	var invocations atomic.Int64
 	var mu sync.Mutex
@@ -194,7 +97,7 @@ func TestEndToEnd(t *testing.T) {
 		}}
 	r.start(t, p)
 	waitFor(t, "every record processed", func() bool { return p.Processed() == int64(len(records)) })
-	assertExactlyOnce(t, r, records, want)
+	testkinesis.AssertStoredOnce(t, r.kin, r.arn, testdb.Client(t, testdb.Endpoint(t)), r.table, records, want)
 	if p.GivenUp() != 0 || invocations.Load() < int64(len(records)/100) {
 		t.Errorf("%d records given up on, %d invocations", p.GivenUp(), invocations.Load())
 	}
@@ -234,7 +137,7 @@ func TestEndToEnd(t *testing.T) {
 // lowest; once the fault clears everything is stored exactly once.
 func TestTransientFaultsAreRetried(t *testing.T) {
 	r := newRig(t, 1)
-	records, want := corpus(300, "svc-a", "flaky")
+	records, want := testkinesis.Corpus(300, "svc-a", "flaky")
 	testkinesis.Put(t, r.kin, r.arn, records)
 	var holding atomic.Bool
 	holding.Store(true)
@@ -268,7 +171,7 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 	if p.GivenUp() != 0 {
 		t.Fatalf("%d records given up on", p.GivenUp())
 	}
-	assertExactlyOnce(t, r, records, want)
+	testkinesis.AssertStoredOnce(t, r.kin, r.arn, testdb.Client(t, testdb.Endpoint(t)), r.table, records, want)
 }
 
 // TestGiveUpSendsOnFailureRecord: a fault that outlasts RetryAttempts gets
@@ -277,7 +180,7 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 // why. The poller then goes on with the next batch.
 func TestGiveUpSendsOnFailureRecord(t *testing.T) {
 	r := newRig(t, 1)
-	records, _ := corpus(40, "doomed", "fine")
+	records, _ := testkinesis.Corpus(40, "doomed", "fine")
 	testkinesis.Put(t, r.kin, r.arn, records[:20])
 	r.proxy.SetRule(func(req faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		if req.Op == "BatchWriteItem" {

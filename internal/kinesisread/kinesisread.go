@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,6 +25,7 @@ type API interface {
 	ListShards(context.Context, *kinesis.ListShardsInput, ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
 	GetShardIterator(context.Context, *kinesis.GetShardIteratorInput, ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error)
 	GetRecords(context.Context, *kinesis.GetRecordsInput, ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error)
+	DescribeStreamSummary(context.Context, *kinesis.DescribeStreamSummaryInput, ...func(*kinesis.Options)) (*kinesis.DescribeStreamSummaryOutput, error)
 }
 
 var _ API = (*kinesis.Client)(nil)
@@ -144,11 +146,29 @@ func Read(ctx context.Context, c API, stream ARN, shardID string, it *string, li
 	return p, nil
 }
 
+// Retention is how long the stream keeps a record. A stream that is gone
+// answers a *GoneError.
+func Retention(ctx context.Context, c API, stream ARN) (time.Duration, error) {
+	out, err := c.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(stream.Name), StreamARN: aws.String(stream.Full)})
+	var notFound *types.ResourceNotFoundException
+	if errors.As(err, &notFound) {
+		return 0, &GoneError{Shard: "the stream", Err: err}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("describe stream %s: %w", stream.Full, err)
+	}
+	return time.Duration(aws.ToInt32(out.StreamDescriptionSummary.RetentionPeriodHours)) * time.Hour, nil
+}
+
 // GoneError says that a batch's records are no longer in the stream: the
 // stream trimmed them at its retention period, or the shard or the stream
 // is gone.
 type GoneError struct {
 	Shard, Start string
+	// Arrived and Retention, when set, say why: the first record arrived
+	// longer ago than the stream keeps records.
+	Arrived   time.Time
+	Retention time.Duration
 	// FirstLeft is the oldest sequence number the shard still holds, when
 	// it holds any.
 	FirstLeft string
@@ -158,6 +178,11 @@ type GoneError struct {
 // Error says where the records were and what the stream holds now.
 func (e *GoneError) Error() string {
 	switch {
+	case !e.Arrived.IsZero():
+		return fmt.Sprintf("the records from %s of %s have left the stream: the first arrived %s and the stream keeps records %v, so it trimmed them at %s",
+			e.Start, e.Shard, e.Arrived.UTC().Format(time.RFC3339), e.Retention, e.Arrived.Add(e.Retention).UTC().Format(time.RFC3339))
+	case e.Err != nil && e.Start == "":
+		return fmt.Sprintf("%s is gone: %v", e.Shard, e.Err)
 	case e.Err != nil:
 		return fmt.Sprintf("the records from %s of %s have left the stream: %v", e.Start, e.Shard, e.Err)
 	case e.FirstLeft != "":
