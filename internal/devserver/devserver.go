@@ -157,6 +157,11 @@ func Run(ctx context.Context, o Options) error {
 		"    --stream-name %s --partition-key k --cli-binary-format raw-in-base64-out \\\n"+
 		"    --data '{\"id\":\"2\",\"source\":\"my-service\",\"type\":\"com.example.hello\"}'\n",
 		kin.Endpoint, kinesislocal.Region, kin.Stream)
+	fmt.Fprintf(out, "batches it gives up on land on the on-failure queue; re-ingest them with:\n"+
+		"  EVENTS_TABLE=%s AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \\\n"+
+		"  AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_KINESIS=%s AWS_ENDPOINT_URL_SQS=%s \\\n"+
+		"    ./bin/shardline redrive --queue %s --dry-run\n",
+		o.Table, kinesislocal.Region, endpoint, kin.Endpoint, kin.SQS, kin.QueueURL)
 	fmt.Fprintln(out, "serving until Ctrl-C")
 	if o.OnServing != nil {
 		o.OnServing(base)

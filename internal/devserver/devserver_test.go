@@ -66,7 +66,8 @@ func TestRun(t *testing.T) {
 		"-> 2 events, plan gsi", `"id":"ord-7f3aa0"`, "next page: add &cursor=",
 		"sources in the last two days", "13 of 13 stored events counted",
 		"Kinesis (kinesalite) at " + kin.Endpoint + ": stream shardline-events (arn:aws:kinesis:us-east-1:000000000000:stream/shardline-events)",
-		"aws kinesis put-record --endpoint-url " + kin.Endpoint + " --region us-east-1", "go to the SQS queue " + kin.QueueURL} {
+		"aws kinesis put-record --endpoint-url " + kin.Endpoint + " --region us-east-1", "go to the SQS queue " + kin.QueueURL,
+		"AWS_ENDPOINT_URL_SQS=" + kin.SQS, "shardline redrive --queue " + kin.QueueURL + " --dry-run"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
