@@ -37,8 +37,11 @@ each message redrive
 Ingest is idempotent: an event is stored under the same key however often it
 is sent, and one without a time gets its record's arrival time, the same on
 every replay. So redriving a batch that was partly stored, or running
-redrive again after an interruption, stores nothing twice. Fix the cause
-first (the ingest function's errors, throttling), then redrive.
+redrive again after an interruption, stores nothing twice. With a
+ParallelizationFactor above 1 a batch's range in the shard also holds
+records of other batches; redrive stores them again too, which changes
+nothing. Fix the cause first (the ingest function's errors, throttling),
+then redrive.
 
 A message is left on the queue when its records have left the stream (the
 stream keeps them for its retention period, counted from their arrival:
