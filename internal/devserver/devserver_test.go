@@ -10,6 +10,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/shardline/shardline/internal/kinesislocal"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from the server's goroutines.
@@ -38,6 +43,7 @@ func TestRun(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	serving := make(chan string, 1)
+	kinesisReady := make(chan Kinesis, 1)
 	go func() {
 		done <- Run(ctx, Options{
 			Addr:      "127.0.0.1:0",
@@ -46,6 +52,7 @@ func TestRun(t *testing.T) {
 			Getenv:    os.Getenv,
 			Out:       &out,
 			OnServing: func(url string) { serving <- url },
+			OnKinesis: func(k Kinesis) { kinesisReady <- k },
 		})
 	}()
 	var base string
@@ -54,9 +61,13 @@ func TestRun(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("Run ended early: %v\n%s", err, out.String())
 	}
+	kin := <-kinesisReady
 	for _, want := range []string{"stored 13 events", "quarantined 3 records", "auth #1 (eu/west)", "202 {\"accepted\":4",
 		"-> 2 events, plan gsi", `"id":"ord-7f3aa0"`, "next page: add &cursor=",
-		"sources in the last two days", "13 of 13 stored events counted", "archived 13 of 13 stored events"} {
+		"sources in the last two days", "13 of 13 stored events counted", "archived 13 of 13 stored events",
+		"Kinesis (kinesalite) at " + kin.Endpoint + ": stream shardline-events (arn:aws:kinesis:us-east-1:000000000000:stream/shardline-events)",
+		"aws kinesis put-record --endpoint-url " + kin.Endpoint + " --region us-east-1", "go to the SQS queue " + kin.QueueURL,
+		"AWS_ENDPOINT_URL_SQS=" + kin.SQS, "shardline redrive --queue " + kin.QueueURL + " --dry-run"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -80,6 +91,28 @@ func TestRun(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"id":"x-1"`) {
 		t.Fatalf("GET: %d %s", resp.StatusCode, body)
 	}
+	// A record put on the local stream is stored by the poller.
+	kc := kinesislocal.Client(kin.Endpoint)
+	if _, err := kc.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(kin.Stream), PartitionKey: aws.String("k"),
+		Data: []byte(`{"id":"k-1","source":"kinesis-producer","type":"com.example.hello"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		resp, err = http.Get(base + "/v1/events?source=kinesis-producer&consistent=true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), `"id":"k-1"`) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the record put on the stream was not stored: %s\n%s", body, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	resp, err = http.Get(base + "/nowhere")
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +125,7 @@ func TestRun(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if !strings.Contains(out.String(), "stopped DynamoDB Local") {
+	if !strings.Contains(out.String(), "stopped kinesalite") || !strings.Contains(out.String(), "stopped DynamoDB Local") {
 		t.Fatalf("DynamoDB Local not stopped:\n%s", out.String())
 	}
 }

@@ -1,7 +1,9 @@
 // Package esm drives a Kinesis handler the way Lambda's event source mapping
-// does, for tests: batches in sequence order, a retry from the lowest
-// reported failure, bisection on function errors, and a retry limit after
-// which records go to the on-failure destination.
+// does: batches in sequence order, a retry from the lowest reported
+// failure, bisection on function errors, and a retry limit and a record age
+// after which records are given up on and go to the on-failure destination.
+// Tests drive in-memory batches with it; the local poller (kinesispoll)
+// drives the batches it reads from a Kinesis API.
 package esm
 
 import (
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/onfailure"
 )
 
 // Handler is a Kinesis handler with partial batch responses.
@@ -17,11 +21,30 @@ type Handler func(context.Context, events.KinesisEvent) (events.KinesisEventResp
 
 // Driver feeds one shard's records to a Handler.
 type Driver struct {
-	Handler       Handler
-	BatchSize     int           // records per invocation
-	Timeout       time.Duration // each invocation's deadline
-	RetryAttempts int           // retries of a batch before its records are given up on
-	Bisect        bool          // split a batch in two when the function errs
+	Handler   Handler
+	BatchSize int           // records per invocation
+	Timeout   time.Duration // each invocation's deadline
+	// RetryAttempts is how often a batch is retried before its records
+	// are given up on; -1 retries without limit (Lambda's default), 0 not
+	// at all.
+	RetryAttempts int
+	Bisect        bool // split a batch in two when the function errs
+	// MaxRecordAge gives up on records that arrived longer ago than this,
+	// before invoking the function with them; 0 has no limit.
+	MaxRecordAge time.Duration
+	// OnGiveUp, when set, is told of each run of records given up on, as
+	// Lambda tells the on-failure destination.
+	OnGiveUp func(context.Context, GiveUp)
+	// Now is the clock of MaxRecordAge; default time.Now.
+	Now func() time.Time
+}
+
+// GiveUp is a run of consecutive records the driver gave up on, and why.
+type GiveUp struct {
+	Records       []events.KinesisEventRecord
+	Condition     string // onfailure.RetryAttemptsExhausted or onfailure.RecordAgeExceeded
+	Invocations   int    // invocations that carried these records
+	FunctionError bool   // the last of them failed, rather than reporting items
 }
 
 // Result says what the driver did.
@@ -41,23 +64,41 @@ func (d *Driver) Run(ctx context.Context, records []events.KinesisEventRecord) R
 	return r
 }
 
+// Process feeds one batch, retrying and bisecting it, until each of its
+// records was processed or given up on.
+func (d *Driver) Process(ctx context.Context, batch []events.KinesisEventRecord) Result {
+	var r Result
+	d.process(ctx, batch, d.RetryAttempts, &r)
+	return r
+}
+
+// process runs batch with retries left (-1: without limit).
 func (d *Driver) process(ctx context.Context, batch []events.KinesisEventRecord, retries int, r *Result) {
 	for attempt := 0; ; attempt++ {
+		if batch = d.dropExpired(ctx, batch, attempt, r); len(batch) == 0 {
+			return
+		}
 		if attempt > 0 {
 			r.Retries++
 		}
 		resp, err := d.invoke(ctx, batch)
 		r.Invocations++
+		exhausted := retries >= 0 && attempt >= retries || ctx.Err() != nil
 		if err != nil {
 			r.Errors++
-			if d.Bisect && len(batch) > 1 {
+			if d.Bisect && len(batch) > 1 && ctx.Err() == nil {
+				// Splitting does not use up the retry quota.
+				left := retries
+				if retries >= 0 {
+					left = max(retries-attempt, 0)
+				}
 				half := len(batch) / 2
-				d.process(ctx, batch[:half], retries-attempt, r)
-				d.process(ctx, batch[half:], retries-attempt, r)
+				d.process(ctx, batch[:half], left, r)
+				d.process(ctx, batch[half:], left, r)
 				return
 			}
-			if attempt >= retries || ctx.Err() != nil {
-				r.Failed = append(r.Failed, batch...)
+			if exhausted {
+				d.giveUp(ctx, GiveUp{Records: batch, Condition: onfailure.RetryAttemptsExhausted, Invocations: attempt + 1, FunctionError: true}, r)
 				return
 			}
 			continue
@@ -65,25 +106,58 @@ func (d *Driver) process(ctx context.Context, batch []events.KinesisEventRecord,
 		if len(resp.BatchItemFailures) == 0 {
 			return
 		}
-		// Resume from the lowest reported record; an identifier that names
-		// no record of the batch makes Lambda retry the whole batch.
-		lowest := len(batch)
-		for _, f := range resp.BatchItemFailures {
-			found := false
-			for i, rec := range batch {
-				if rec.Kinesis.SequenceNumber == f.ItemIdentifier {
-					lowest, found = min(lowest, i), true
-				}
-			}
-			if !found {
-				lowest = 0
-			}
-		}
-		batch = batch[lowest:]
-		if attempt >= retries || ctx.Err() != nil {
-			r.Failed = append(r.Failed, batch...)
+		batch = batch[lowestFailure(batch, resp.BatchItemFailures):]
+		if exhausted {
+			d.giveUp(ctx, GiveUp{Records: batch, Condition: onfailure.RetryAttemptsExhausted, Invocations: attempt + 1}, r)
 			return
 		}
+	}
+}
+
+// lowestFailure is where Lambda resumes a batch: at the lowest reported
+// record. An identifier that names no record of the batch makes it retry
+// the whole batch.
+func lowestFailure(batch []events.KinesisEventRecord, failures []events.KinesisBatchItemFailure) int {
+	lowest := len(batch)
+	for _, f := range failures {
+		found := false
+		for i, rec := range batch {
+			if rec.Kinesis.SequenceNumber == f.ItemIdentifier {
+				lowest, found = min(lowest, i), true
+			}
+		}
+		if !found {
+			return 0
+		}
+	}
+	return lowest
+}
+
+// dropExpired gives up on the records at the head of batch that are older
+// than MaxRecordAge (records are in arrival order) and returns the rest.
+func (d *Driver) dropExpired(ctx context.Context, batch []events.KinesisEventRecord, attempt int, r *Result) []events.KinesisEventRecord {
+	if d.MaxRecordAge <= 0 {
+		return batch
+	}
+	now := time.Now
+	if d.Now != nil {
+		now = d.Now
+	}
+	cutoff := now().Add(-d.MaxRecordAge)
+	n := 0
+	for n < len(batch) && batch[n].Kinesis.ApproximateArrivalTimestamp.Before(cutoff) {
+		n++
+	}
+	if n > 0 {
+		d.giveUp(ctx, GiveUp{Records: batch[:n], Condition: onfailure.RecordAgeExceeded, Invocations: attempt}, r)
+	}
+	return batch[n:]
+}
+
+func (d *Driver) giveUp(ctx context.Context, g GiveUp, r *Result) {
+	r.Failed = append(r.Failed, g.Records...)
+	if d.OnGiveUp != nil {
+		d.OnGiveUp(ctx, g)
 	}
 }
 

@@ -5,17 +5,22 @@ package testdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/ddblocal"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 var (
@@ -25,16 +30,48 @@ var (
 
 // Main starts DynamoDB Local, runs the tests and stops it. Call it from
 // TestMain.
-func Main(m *testing.M) {
-	s, err := ddblocal.Start(context.Background(), ddblocal.Options{})
-	if err != nil {
+func Main(m *testing.M) { MainWith(m) }
+
+// Engine starts another local engine a test binary needs (kinesalite, a
+// local SQS) and returns how to stop it.
+type Engine func(context.Context) (stop func(), err error)
+
+// MainWith is Main for a test binary that needs other engines too: they
+// start beside DynamoDB Local, each once, and a test binary whose engine
+// cannot start fails.
+func MainWith(m *testing.M, engines ...Engine) {
+	engines = append([]Engine{startDynamoDB}, engines...)
+	stops := make([]func(), len(engines))
+	errs := make([]error, len(engines))
+	var wg sync.WaitGroup
+	for i, start := range engines {
+		wg.Go(func() { stops[i], errs[i] = start(context.Background()) })
+	}
+	wg.Wait()
+	stopAll := func() {
+		for _, stop := range stops {
+			if stop != nil {
+				stop()
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		stopAll()
 		fmt.Fprintln(os.Stderr, "testdb:", err)
 		os.Exit(1)
 	}
-	server = s
 	code := m.Run()
-	s.Close()
+	stopAll()
 	os.Exit(code)
+}
+
+func startDynamoDB(ctx context.Context) (func(), error) {
+	s, err := ddblocal.Start(ctx, ddblocal.Options{})
+	if err != nil {
+		return nil, err
+	}
+	server = s
+	return func() { s.Close() }, nil
 }
 
 // Endpoint is DynamoDB Local's URL.
@@ -123,4 +160,61 @@ func sanitize(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// Scan returns every item of table, read consistently.
+func Scan(t testing.TB, client *dynamodb.Client, table string) []map[string]types.AttributeValue {
+	t.Helper()
+	var items []map[string]types.AttributeValue
+	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		out, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatalf("scan %s: %v", table, err)
+		}
+		items = append(items, out.Items...)
+	}
+	return items
+}
+
+// Stored is what a table holds of events and quarantined records.
+type Stored struct {
+	// Events counts the event items by "source id time" (time in RFC 3339
+	// with nanoseconds): a count above 1 is impossible by the key scheme,
+	// and the test of "exactly once" is that each event is there and
+	// nothing else is.
+	Events      map[string]int
+	Quarantined int
+}
+
+// StoredIn reads the events and quarantined records of table.
+func StoredIn(t testing.TB, client *dynamodb.Client, table string) Stored {
+	t.Helper()
+	s := Stored{Events: map[string]int{}}
+	for _, it := range Scan(t, client, table) {
+		pkv, _ := it[schema.PK].(*types.AttributeValueMemberS)
+		skv, _ := it[schema.SK].(*types.AttributeValueMemberS)
+		if pkv == nil || skv == nil {
+			continue
+		}
+		pk, err := bucketing.ParsePK(pkv.Value)
+		if err != nil {
+			continue // shard records, counters, the catalogue
+		}
+		if pk.Space == bucketing.Quarantine {
+			s.Quarantined++
+			continue
+		}
+		at, id, err := bucketing.ParseSortKey(skv.Value)
+		if err != nil {
+			t.Fatalf("event item with sort key %q: %v", skv.Value, err)
+		}
+		s.Events[EventKey(pk.Source, id, at)]++
+	}
+	return s
+}
+
+// EventKey is how Stored.Events names an event.
+func EventKey(source, id string, at time.Time) string {
+	return source + " " + id + " " + at.UTC().Format(time.RFC3339Nano)
 }
