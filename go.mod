@@ -19,6 +19,7 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.35.0
 	github.com/cloudevents/sdk-go/v2 v2.16.2
+	google.golang.org/protobuf v1.36.12
 )
 
 require (

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/shardline/shardline/internal/kpl/kpltest"
 )
 
 // nullStore answers every call at once, so a benchmark measures the
@@ -48,13 +51,39 @@ func event500(i int) []byte {
 // BenchmarkHandlerPerEvent is the ingest handler's cost per event with
 // storage excluded: a 1,000-record Kinesis batch of ~500-byte events.
 func BenchmarkHandlerPerEvent(b *testing.B) {
-	const n = 1000
-	var payloads [][]byte
-	for i := range n {
-		payloads = append(payloads, event500(i))
-	}
+	payloads := events500(1000)
 	b.Logf("event size %d bytes", len(payloads[0]))
-	batch := kinesisBatch(payloads...)
+	benchmarkBatch(b, kinesisBatch(payloads...), len(payloads))
+}
+
+// BenchmarkHandlerPerEventKPL is the same 1,000 events in KPL aggregates
+// of 100 sub-records each (about the 50 KB the KPL packs by default): what
+// de-aggregation and its digest add per event.
+func BenchmarkHandlerPerEventKPL(b *testing.B) {
+	payloads := events500(1000)
+	var aggregates [][]byte
+	for i := 0; i < len(payloads); i += 100 {
+		recs := make([]kpltest.Record, 0, 100)
+		for _, p := range payloads[i : i+100] {
+			recs = append(recs, kpltest.Record{PartitionKey: "truck", Data: p})
+		}
+		aggregates = append(aggregates, kpltest.Aggregate(recs))
+	}
+	b.Logf("aggregate size %d bytes", len(aggregates[0]))
+	benchmarkBatch(b, kinesisBatch(aggregates...), len(payloads))
+}
+
+func events500(n int) [][]byte {
+	payloads := make([][]byte, n)
+	for i := range payloads {
+		payloads[i] = event500(i)
+	}
+	return payloads
+}
+
+// benchmarkBatch reports the handler's cost per event of a batch of n
+// events.
+func benchmarkBatch(b *testing.B, batch events.KinesisEvent, n int) {
 	h := New(DefaultConfig("bench"), nullStore{}, Options{Now: func() time.Time { return fixtureNow }})
 	ctx := context.Background()
 	if resp, _ := h.Kinesis(ctx, batch); len(resp.BatchItemFailures) != 0 { // warm the shard-record cache

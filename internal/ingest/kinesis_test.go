@@ -308,11 +308,17 @@ func TestThrottlingRetriedUntilStored(t *testing.T) {
 	}
 }
 
-// TestKinesisFixture runs the sample batch in events/ through Invoke, as
-// Lambda would deliver it.
-func TestKinesisFixture(t *testing.T) {
-	e := newEnv(t, false, nil)
-	out, err := e.h.Invoke(context.Background(), readFixture(t, "kinesis-batch.json"))
+// TestKinesisFixtures runs the sample batches in events/ through Invoke, as
+// Lambda would deliver them: plain records, and KPL aggregates.
+func TestKinesisFixtures(t *testing.T) {
+	t.Run("kinesis-batch.json", testKinesisBatchFixture)
+	t.Run("kinesis-kpl-batch.json", testKinesisKPLFixture)
+}
+
+// invokeKinesisFixture runs a sample and checks that nothing was reported.
+func invokeKinesisFixture(t *testing.T, e *env, name string) {
+	t.Helper()
+	out, err := e.h.Invoke(context.Background(), readFixture(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,6 +326,11 @@ func TestKinesisFixture(t *testing.T) {
 	if !ok || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("response %#v", out)
 	}
+}
+
+func testKinesisBatchFixture(t *testing.T) {
+	e := newEnv(t, false, nil)
+	invokeKinesisFixture(t, e, "kinesis-batch.json")
 	evs := e.itemsIn(t, "E#")
 	if len(evs) != 8 {
 		t.Fatalf("%d events stored, want 8", len(evs))
@@ -351,5 +362,28 @@ func TestKinesisFixture(t *testing.T) {
 		if raw == nil {
 			t.Fatal("no raw bytes")
 		}
+	}
+}
+
+// testKinesisKPLFixture: the aggregate's four sub-records (one an array of
+// two events, one an event without time) and the plain record beside it are
+// all stored, the time-less event at the aggregate's arrival time.
+func testKinesisKPLFixture(t *testing.T) {
+	e := newEnv(t, false, nil)
+	invokeKinesisFixture(t, e, "kinesis-kpl-batch.json")
+	got := map[string]any{}
+	for _, it := range e.itemsIn(t, "E#") {
+		ev := storedEvent(t, it)
+		got[ev["id"].(string)] = ev["time"]
+	}
+	want := map[string]any{
+		"t-000201": "2026-11-22T11:50:00.1Z", "t-000202": "2026-11-22T11:50:00.35Z", "t-000203": "2026-11-22T11:50:01.1Z",
+		"t-000204": "2026-11-22T11:50:02.1Z", "t-000205": "2026-11-22T11:55:00.5Z", "ord-7f3ab1": "2026-11-22T11:50:03Z",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+	if n := len(e.itemsIn(t, "Q#")); n != 0 {
+		t.Fatalf("%d records quarantined", n)
 	}
 }

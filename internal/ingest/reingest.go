@@ -39,10 +39,11 @@ type Reingested struct {
 // Reingest checks quarantined records again under the handler's current
 // configuration (MAX_EVENT_BYTES, RETENTION_DAYS, the clock), reading each
 // as first ingest read it: a record with an origin index is one event of an
-// array; any other is one event or a JSON array of them. Unless dryRun, it
-// then stores the events that are valid now exactly as Kinesis and HTTP
-// do: shard schedules, hour index and catalogue first, then each event's
-// item under its key, so that storing one twice leaves one item.
+// array; a whole Kinesis record may be a KPL aggregate, read sub-record by
+// sub-record; any other is one event or a JSON array of them. Unless
+// dryRun, it then stores the events that are valid now exactly as Kinesis
+// and HTTP do: shard schedules, hour index and catalogue first, then each
+// event's item under its key, so that storing one twice leaves one item.
 //
 // An event without a time is stamped with rec.Received: the quarantine
 // keeps as a record's received time the very stamp first ingest gave its
@@ -83,8 +84,13 @@ func (h *Handler) Reingest(ctx context.Context, recs []Quarantined, dryRun bool)
 }
 
 // recheck reads a quarantined record as first ingest would now: its valid
-// events, each one's name for messages ("event" or "event 3"), and why each
-// other part is refused.
+// events, each one's name for messages ("event", "event 3", "sub-record 2:
+// event 3"), and why each other part is refused.
+//
+// A whole Kinesis record may be a KPL aggregate (one quarantined as
+// corrupt, or before ingest read aggregates): it is de-aggregated as
+// Kinesis does. A quarantined sub-record (an origin with a sub_index) holds
+// the sub-record's own bytes, and is read as a plain record.
 func (h *Handler) recheck(rec Quarantined, now time.Time) (evs []cloudevent.Event, names, invalid []string) {
 	if requestFraming(rec) {
 		return nil, nil, []string{rec.Reason}
@@ -96,26 +102,39 @@ func (h *Handler) recheck(rec Quarantined, now time.Time) (evs []cloudevent.Even
 		}
 		return []cloudevent.Event{e}, []string{"event"}, nil
 	}
-	raws, array, reason := splitRecord(rec.Raw)
-	if reason != "" {
-		return nil, nil, []string{reason}
-	}
-	for j, raw := range raws {
-		name := "event"
-		if array {
-			name = fmt.Sprintf("event %d", j)
+	parts := []part{plainPart(rec.Raw, nil)}
+	if rec.Origin.SequenceNumber != "" && rec.Origin.SubIndex == nil {
+		var reason string
+		if parts, reason = splitKinesis(rec.Raw); reason != "" {
+			return nil, nil, []string{reason}
 		}
-		e, err := cloudevent.ParseElement(raw, now, rec.Received, h.limits())
-		if err != nil {
-			msg := err.Error()
-			if array {
-				msg = name + ": " + msg
-			}
-			invalid = append(invalid, msg)
+	}
+	for _, p := range parts {
+		prefix := ""
+		if p.sub != nil {
+			prefix = fmt.Sprintf("sub-record %d: ", *p.sub)
+		}
+		if p.reason != "" {
+			invalid = append(invalid, prefix+p.reason)
 			continue
 		}
-		evs = append(evs, e)
-		names = append(names, name)
+		for j, raw := range p.raws {
+			name := "event"
+			if p.array {
+				name = fmt.Sprintf("event %d", j)
+			}
+			e, err := cloudevent.ParseElement(raw, now, rec.Received, h.limits())
+			if err != nil {
+				msg := err.Error()
+				if p.array {
+					msg = name + ": " + msg
+				}
+				invalid = append(invalid, prefix+msg)
+				continue
+			}
+			evs = append(evs, e)
+			names = append(names, prefix+name)
+		}
 	}
 	return evs, names, invalid
 }

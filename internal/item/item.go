@@ -69,24 +69,33 @@ func expiry(t time.Time, retention time.Duration) types.AttributeValue {
 }
 
 // Origin says where a quarantined record came from: a Kinesis record
-// (StreamARN, ShardID, SequenceNumber) or an API request (RequestID); Index
-// is the event's position in a JSON array, when the record held one.
+// (StreamARN, ShardID, SequenceNumber) or an API request (RequestID).
+// SubIndex is the user record's position in a KPL aggregate, when the
+// Kinesis record was one; Index is the event's position in a JSON array,
+// when the record (or user record) held one.
 type Origin struct {
 	StreamARN      string `json:"stream_arn,omitempty"`
 	ShardID        string `json:"shard_id,omitempty"`
 	SequenceNumber string `json:"sequence_number,omitempty"`
 	RequestID      string `json:"request_id,omitempty"`
+	SubIndex       *int   `json:"sub_index,omitempty"`
 	Index          *int   `json:"index,omitempty"`
 }
 
 // key is a stable, unique name for the origin, so that quarantining the same
-// record twice (a Lambda retry) writes the same item.
+// record twice (a Lambda retry) writes the same item. The sub-index is
+// marked "#s" and the index "#": neither a stream ARN nor a request id
+// holds '#', and an origin without a sub-index keeps the key it had before
+// sub-indexes existed.
 func (o Origin) key() string {
 	var k string
 	if o.SequenceNumber != "" {
 		k = "k:" + o.ShardID + ":" + o.SequenceNumber + ":" + o.StreamARN
 	} else {
 		k = "a:" + o.RequestID
+	}
+	if o.SubIndex != nil {
+		k += "#s" + strconv.Itoa(*o.SubIndex)
 	}
 	if o.Index != nil {
 		k += "#" + strconv.Itoa(*o.Index)
@@ -126,6 +135,9 @@ func Quarantine(r Rejected, shards bucketing.Step, retention time.Duration) Item
 	put("shard_id", r.Origin.ShardID)
 	put("sequence_number", r.Origin.SequenceNumber)
 	put("request_id", r.Origin.RequestID)
+	if r.Origin.SubIndex != nil {
+		origin["sub_index"] = &types.AttributeValueMemberN{Value: strconv.Itoa(*r.Origin.SubIndex)}
+	}
 	if r.Origin.Index != nil {
 		origin["index"] = &types.AttributeValueMemberN{Value: strconv.Itoa(*r.Origin.Index)}
 	}

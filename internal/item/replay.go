@@ -62,10 +62,14 @@ func OriginOf(attrs map[string]types.AttributeValue) Origin {
 	}
 	o.StreamARN, o.ShardID = get("stream_arn"), get("shard_id")
 	o.SequenceNumber, o.RequestID = get("sequence_number"), get("request_id")
-	if v, ok := m.Value["index"].(*types.AttributeValueMemberN); ok {
-		if n, err := strconv.Atoi(v.Value); err == nil {
-			o.Index = &n
+	index := func(k string) *int {
+		if v, ok := m.Value[k].(*types.AttributeValueMemberN); ok {
+			if n, err := strconv.Atoi(v.Value); err == nil {
+				return &n
+			}
 		}
+		return nil
 	}
+	o.SubIndex, o.Index = index("sub_index"), index("index")
 	return o
 }

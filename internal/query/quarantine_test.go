@@ -1,10 +1,12 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/kpl/kpltest"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/testdb"
 )
@@ -137,5 +140,71 @@ func TestQuarantineShowsReplay(t *testing.T) {
 	}
 	if r, ok := body.Records[1]["replay"]; ok {
 		t.Errorf("the unmarked record has replay %s", r)
+	}
+}
+
+// TestQuarantineShowsSubIndex: the parts of a KPL aggregate that were
+// quarantined share its sequence number and are told apart by sub_index
+// (and index, inside a sub-record's array); a corrupt aggregate has
+// neither. Paging one record at a time returns each once.
+func TestQuarantineShowsSubIndex(t *testing.T) {
+	table := testdb.Table(t)
+	client := testdb.Client(t, testdb.Endpoint(t))
+	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
+	agg := kpltest.Aggregate([]kpltest.Record{
+		{PartitionKey: "p", Data: []byte(`{"specversion":"1.0","id":"ok","source":"s","type":"t"}`)},
+		{PartitionKey: "p", Data: []byte(`{"id":"not json"`)},
+		{PartitionKey: "p", Data: []byte(`[{"specversion":"1.0","id":"ok2","source":"s","type":"t"},{"id":"no-type","source":"s"}]`)},
+	})
+	corrupt := append(bytes.Clone(agg[:len(agg)-1]), agg[len(agg)-1]^1)
+	var kev events.KinesisEvent
+	for i, data := range [][]byte{agg, corrupt} {
+		kev.Records = append(kev.Records, events.KinesisEventRecord{
+			EventSource: "aws:kinesis", EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/s", EventID: fmt.Sprintf("shardId-000000000002:%d", i),
+			Kinesis: events.KinesisRecord{Data: data, SequenceNumber: fmt.Sprint(2000 + i),
+				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: now.Add(-time.Minute)}},
+		})
+	}
+	if resp, err := in.Kinesis(context.Background(), kev); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("%v %v", err, resp.BatchItemFailures)
+	}
+	h := handlerFor(t, table, testdb.Endpoint(t))
+	q := url.Values{"limit": {"1"}}
+	got := map[string]Record{}
+	for range 10 {
+		req := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: QuarantineRoute, RawQueryString: q.Encode()}
+		req.RequestContext.HTTP.Method = "GET"
+		resp, _ := h.HTTP(context.Background(), req)
+		var r QuarantineResponse
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(resp.Body), &r) != nil {
+			t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+		}
+		for _, rec := range r.Records {
+			k := fmt.Sprintf("%v %v %v", rec.Origin["sequence_number"], rec.Origin["sub_index"], rec.Origin["index"])
+			if _, dup := got[k]; dup {
+				t.Fatalf("%s listed twice", k)
+			}
+			got[k] = rec
+		}
+		if r.NextCursor == "" {
+			break
+		}
+		q.Set("cursor", r.NextCursor)
+	}
+	want := map[string]string{
+		"2000 1 <nil>":     `{"id":"not json"`,
+		"2000 2 1":         `{"id":"no-type","source":"s"}`,
+		"2001 <nil> <nil>": string(corrupt),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("listed %v, want %v", got, want)
+	}
+	for k, raw := range want {
+		if r, ok := got[k]; !ok || string(r.Raw) != raw {
+			t.Errorf("%s: %+v, want raw %q", k, r, raw)
+		}
+	}
+	if r := got["2001 <nil> <nil>"]; !strings.HasPrefix(r.Reason, "kpl: ") {
+		t.Errorf("corrupt aggregate's reason %q", r.Reason)
 	}
 }

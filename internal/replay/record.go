@@ -61,6 +61,9 @@ func (r Record) Name() string {
 	} else {
 		fmt.Fprintf(&b, " request %s", o.RequestID)
 	}
+	if o.SubIndex != nil {
+		fmt.Fprintf(&b, " sub_index %d", *o.SubIndex)
+	}
 	if o.Index != nil {
 		fmt.Fprintf(&b, " index %d", *o.Index)
 	}

@@ -1,0 +1,79 @@
+package ingest
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/kpl"
+)
+
+// MaxAggregateEvents bounds what one KPL aggregate fans out into: its
+// sub-records' events, plus one for each sub-record or array element that
+// is refused, at most this many in all; a larger aggregate is quarantined
+// whole. Each sub-record is also a record of its own, so it holds at most
+// MaxRequestEvents events. Without the bound, one 1 MiB Kinesis record of
+// tiny events could ask for tens of thousands of writes, ten times what a
+// plain record may. An aggregate of the KPL's default size (at most 51,200
+// bytes) cannot reach it: that has room for about 8,500 empty sub-records,
+// or 1,500 of the smallest events. One of up to 1 MiB, which a producer may
+// configure, can.
+const MaxAggregateEvents = 10 * MaxRequestEvents
+
+// part is a piece of a Kinesis record that is read as a record of its own:
+// the record itself, or one sub-record of a KPL aggregate.
+type part struct {
+	data   []byte            // its bytes, which the quarantine keeps if it is refused
+	sub    *int              // its index among the aggregate's sub-records; nil for a plain record
+	raws   []json.RawMessage // its events: one, or a JSON array's
+	array  bool              // whether it was a JSON array
+	reason string            // why it is refused whole, when it is
+}
+
+// splitKinesis splits a Kinesis record's data into parts: the record
+// itself, or each sub-record of a KPL aggregate, each split by splitRecord.
+// reason says why the record is refused whole: a corrupt aggregate, or one
+// over MaxAggregateEvents. A sub-record is never read as an aggregate
+// itself: the KPL does not nest them.
+func splitKinesis(data []byte) (parts []part, reason string) {
+	if !kpl.IsAggregate(data) {
+		return []part{plainPart(data, nil)}, ""
+	}
+	recs, err := kpl.Deaggregate(data, MaxAggregateEvents)
+	if err != nil {
+		return nil, err.Error()
+	}
+	parts = make([]part, len(recs))
+	fanout := 0
+	for k, r := range recs {
+		parts[k] = plainPart(r.Data, &k)
+		fanout += max(len(parts[k].raws), 1)
+	}
+	if fanout > MaxAggregateEvents {
+		return nil, fmt.Sprintf("kpl: its %d sub-records hold %d events; at most %d per aggregate", len(recs), fanout, MaxAggregateEvents)
+	}
+	return parts, ""
+}
+
+// plainPart is data read as a plain record.
+func plainPart(data []byte, sub *int) part {
+	raws, array, reason := splitRecord(data)
+	return part{data: data, sub: sub, raws: raws, array: array, reason: reason}
+}
+
+// splitRecord splits a record's data into its events, one or a JSON array,
+// or says why the record is refused whole. Replay reads quarantined records
+// with it too (reingest.go), so that both apply the same rules.
+func splitRecord(data []byte) (raws []json.RawMessage, array bool, reason string) {
+	raws, array, err := cloudevent.Split(data)
+	switch {
+	case err != nil:
+		return nil, array, err.Error()
+	case len(raws) == 0:
+		return nil, array, "record: holds an empty array, no events"
+	case len(raws) > MaxRequestEvents:
+		// One record must not fan out into unbounded writes.
+		return nil, array, fmt.Sprintf("record: holds %d events; at most %d per record", len(raws), MaxRequestEvents)
+	}
+	return raws, array, ""
+}
