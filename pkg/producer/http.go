@@ -303,4 +303,3 @@ func (h *HTTP) sign(ctx context.Context, req *http.Request, body []byte) error {
 	}
 	return nil
 }
-
