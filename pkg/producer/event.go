@@ -39,7 +39,7 @@ func prepare(ev any, now time.Time) (event, error) {
 	if !changed {
 		return event{id: id, data: compact(raw)}, nil
 	}
-	out, err := json.Marshal(members)
+	out, err := marshal(members)
 	if err != nil {
 		return event{}, fmt.Errorf("producer: encode event: %w", err)
 	}
@@ -55,7 +55,7 @@ func encode(ev any) ([]byte, error) {
 	case string:
 		return []byte(v), nil
 	}
-	b, err := json.Marshal(ev)
+	b, err := marshal(ev)
 	if err != nil {
 		return nil, fmt.Errorf("producer: encode event: %w", err)
 	}
@@ -98,4 +98,16 @@ func compact(raw []byte) []byte {
 		return raw
 	}
 	return b.Bytes()
+}
+
+// marshal is json.Marshal without HTML escaping, so that "<" in data stays
+// "<" rather than becoming "\u003c".
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
