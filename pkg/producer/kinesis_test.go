@@ -225,7 +225,7 @@ func TestKinesisThrottling(t *testing.T) {
 		return nil, nil
 	})
 	out := newOutcomes()
-	p := producer.NewKinesis(client(proxy.URL), name, producer.WithRetries(10, time.Millisecond, 20*time.Millisecond), producer.WithOnResult(out.record))
+	p := producer.NewKinesis(client(proxy.URL), name, producer.WithLinger(time.Hour), producer.WithRetries(10, time.Millisecond, 20*time.Millisecond), producer.WithOnResult(out.record))
 	ctx := context.Background()
 	for i := range 100 {
 		if err := p.Put(ctx, ev(i, 10)); err != nil {
@@ -310,7 +310,7 @@ func TestKinesisPartialFailure(t *testing.T) {
 		return n%7 == 0 || n%3 == 0 && v.(*atomic.Int32).Add(1) <= 2
 	}}
 	out := newOutcomes()
-	p := producer.NewKinesis(api, name, producer.WithRetries(4, time.Millisecond, 10*time.Millisecond), producer.WithOnResult(out.record))
+	p := producer.NewKinesis(api, name, producer.WithLinger(time.Hour), producer.WithRetries(4, time.Millisecond, 10*time.Millisecond), producer.WithOnResult(out.record))
 	ctx := context.Background()
 	for i := range 42 {
 		if err := p.Put(ctx, ev(i, 10)); err != nil {
