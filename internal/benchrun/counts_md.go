@@ -33,7 +33,7 @@ func (r *CountsReport) writeSection(b *strings.Builder) {
 		"The real counter (`counts.Counter.Apply`) applies the invocations in time order. "+
 		"WCU are priced from the counter item's size read before and after each update, as DynamoDB bills an `UpdateItem`: "+
 		"ceil(max(before, after) / 1 KB); DynamoDB Local's own `ConsumedCapacity` is shown beside them. "+
-		"Every run checks that the hour's count equals the events sent.\n\n",
+		"Every run checks that the hour's count equals the events sent. The target's line takes the higher of the two pricings.\n\n",
 		r.Rate, r.Types, r.MeasuredMins, r.LocalShards)
 	b.WriteString("| stream shards | part of the hour | events | invocations | `UpdateItem` | WCU (priced) | WCU (DynamoDB Local) | updates/event | WCU/event |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, w := range r.Write {
@@ -74,7 +74,7 @@ func (r *CountsReport) heatSection(b *strings.Builder) {
 		"far under the 200 counters one update carries). Each update is billed at the item's full size, the hour's largest at its end.\n\n",
 		h.Rate, h.SimulatedShards, h.Counters, r.Types, h.SimulatedShards, h.ItemBytes, h.Rate, h.CountBytesAtRate, h.CountBytes, h.ItemBytesAtRate, h.WatermarkBytes,
 		h.BatchLimit, h.RecordBytes, h.BatchLimit)
-	b.WriteString("| stream shards carrying the source | | records/s a shard | invocations/s a shard | updates/s on the item | item bytes | WCU an update | WCU/s on `C#<source>` |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| why this many | stream shards carrying the source | records/s a shard | invocations/s a shard | updates/s on the item | item bytes | WCU an update | WCU/s on `C#<source>` |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range h.Rows {
 		fmt.Fprintf(b, "| %s | %d | %.0f | %.3f | %.1f | %d | %d | %.0f |\n",
 			x.Basis, x.StreamShards, x.RecordsPerShard, x.InvocationsPerShard, x.UpdatesPerSecond, x.ItemBytes, x.WCUPerUpdate, x.WCUPerSecond)
