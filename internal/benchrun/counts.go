@@ -28,11 +28,15 @@ var DefaultCountsOptions = CountsOptions{Rate: 100, Types: 10, Measured: 10 * ti
 
 // Limits the issue sets.
 const (
-	limitWCUPerEvent    = 0.05
-	limitDayRequests    = 10
-	limitDayRCU         = 50.0
-	limitMonthRequests  = 40
-	limitPartitionWCU   = 1000.0
+	limitWCUPerEvent   = 0.05
+	limitDayRequests   = 10
+	limitDayRCU        = 50.0
+	limitMonthRequests = 40
+	limitPartitionWCU  = 1000.0
+)
+
+// The benchmark's sources and tables.
+const (
 	busySource          = "fleet/busy"
 	hotSource           = "fleet/hot"
 	countsEventsTable   = "bench-counts-events"
