@@ -19,13 +19,16 @@ const benchHelp = `usage: shardline bench [flags]
 Runs, side by side: shardline's ingest handler on a 10,000-record Kinesis
 batch and the seed articles' write path (one PutItem per event, sequential,
 one partition key) against DynamoDB Local and against a stub endpoint with a
-fixed latency; dashboard queries on the GSI and scatter paths; and the cold
-start of both functions. Prints a table and writes it as JSON and Markdown.
+fixed latency; dashboard queries on the GSI and scatter paths; what exact
+counts cost (the counter's writes per event of a busy source, the day and
+month charts of GET /v1/counts, a hot source's counter item), with a line
+per target of issue 10 saying whether it is met; and the cold start of both
+functions. Prints a table and writes it as JSON and Markdown.
 Needs Java and the npm tools (make bench installs them).
 
 examples:
   shardline bench                        what make bench runs
-  shardline bench -events 2000 -out ''   a quick run, printed only
+  shardline bench -events 2000 -counts=false -out ''   a quick run, printed only
 
 flags:
 `
@@ -39,6 +42,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.Latency, "latency", 5*time.Millisecond, "the stub endpoint's latency per request")
 	fs.IntVar(&o.Events, "events", 10000, "records in shardline's Kinesis batch")
 	fs.IntVar(&o.NaiveCap, "naive-events", 1000, "events the naive sequential path writes")
+	withCounts := fs.Bool("counts", true, "measure what exact counts cost (about two minutes)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchHelp)
 		fs.PrintDefaults()
@@ -48,6 +52,9 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.Events < 1 || o.NaiveCap < 1 {
 		return fmt.Errorf("-events and -naive-events must be positive")
+	}
+	if *withCounts {
+		o.Counts = benchrun.DefaultCountsOptions
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

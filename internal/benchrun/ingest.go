@@ -1,7 +1,8 @@
 // Package benchrun is `make bench`: it measures shardline against the naive
 // write path of the seed articles in the same run, on DynamoDB Local and on
-// a latency stub, prices dashboard queries on both read paths, and times a
-// cold start, then writes a table as Markdown and JSON.
+// a latency stub, prices dashboard queries on both read paths, measures
+// what exact counts cost against issue 10's targets (the counts_*.go
+// files), and times a cold start, then writes a table as Markdown and JSON.
 package benchrun
 
 import (
@@ -93,8 +94,13 @@ type IngestRow struct {
 
 // payload is a ~500-byte telemetry event, as in the handler benchmark.
 func payload(i int, at time.Time) []byte {
+	return telemetry(fmt.Sprintf("evt-%08d", i), "iot/fleet-7", "com.example.telemetry.reading", i, at)
+}
+
+// telemetry is payload's event with the given id, source and type.
+func telemetry(id, source, typ string, i int, at time.Time) []byte {
 	b, _ := json.Marshal(map[string]any{
-		"specversion": "1.0", "id": fmt.Sprintf("evt-%08d", i), "source": "iot/fleet-7", "type": "com.example.telemetry.reading",
+		"specversion": "1.0", "id": id, "source": source, "type": typ,
 		"subject": fmt.Sprintf("truck/DE-%04d", i%5000), "time": at.Format(time.RFC3339Nano), "datacontenttype": "application/json",
 		"data": map[string]any{"lat": 52.5200066, "lon": 13.404954, "speed_kmh": 71.5, "odometer": 123456789, "fuel": 0.62,
 			"engine": map[string]any{"rpm": 1850, "temp_c": 88.5, "oil_bar": 3.9}, "tags": []string{"eu", "long-haul", "reefer"},

@@ -24,16 +24,18 @@ type Options struct {
 	Latency    time.Duration // the stub's per-request latency
 	Events     int           // records in shardline's Kinesis batch
 	NaiveCap   int           // events the sequential naive path writes (its rate does not depend on the count)
+	Counts     CountsOptions // the counts benchmark; a zero Rate skips it
 }
 
 // Report is everything a run measured.
 type Report struct {
-	When      time.Time   `json:"when"`
-	Machine   string      `json:"machine"`
-	LatencyMs float64     `json:"stub_latency_ms"`
-	Ingest    []IngestRow `json:"ingest"`
-	Query     []QueryRow  `json:"query"`
-	ColdStart []ColdRow   `json:"cold_start"`
+	When      time.Time     `json:"when"`
+	Machine   string        `json:"machine"`
+	LatencyMs float64       `json:"stub_latency_ms"`
+	Ingest    []IngestRow   `json:"ingest"`
+	Query     []QueryRow    `json:"query"`
+	Counts    *CountsReport `json:"counts,omitempty"`
+	ColdStart []ColdRow     `json:"cold_start"`
 }
 
 // Run measures and reports.
@@ -87,6 +89,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if rep.Query, err = queries(ctx, client, "bench-query", now); err != nil {
 		return nil, err
 	}
+	if o.Counts.Rate > 0 {
+		if rep.Counts, err = measureCounts(ctx, o.Out, o.Counts, now); err != nil {
+			return nil, err
+		}
+	}
 
 	fmt.Fprintln(o.Out, "cold start: building the functions ...")
 	tmp, err := os.MkdirTemp("", "shardline-bench")
@@ -133,6 +140,9 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %.1f | %.1f |\n", x.Source, x.Query, x.Asked, x.Path, x.Events, x.Requests, x.RCU, x.LatencyMs)
 	}
 	b.WriteString("\nbusy: 150 events an hour, quiet: one an hour, over seven days, 4 shards and 1 GSI shard. `by cost` is the default: the path whose estimate, from the days' hour indexes, costs fewer requests; `gsi` forces the GSI; `consistent` is `consistent=true`, which the base table's shards serve. Requests include the reads of each day's shard record and hour index not already in the container's cache.\n")
+	if r.Counts != nil {
+		r.Counts.markdown(&b)
+	}
 	b.WriteString("\n## Cold start\n\n| function | binary (linux/arm64) | to first request (ms) | to first answer (ms) |\n|---|---:|---:|---:|\n")
 	for _, x := range r.ColdStart {
 		fmt.Fprintf(&b, "| %s | %.1f MB | %.1f | %.1f |\n", x.Function, float64(x.BinaryBytes)/1e6, x.InitMs, x.FirstResponseMs)
