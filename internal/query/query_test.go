@@ -133,11 +133,17 @@ func (c *corpus) reference(from, to time.Time, typ, subject string, o Order) []s
 	return keys
 }
 
-func handlerFor(t testing.TB, table, endpoint string) *Handler {
+// newHandler is a handler on table at endpoint, at now.
+func newHandler(t testing.TB, table, endpoint string) *Handler {
 	return NewHandler(Config{Table: table}, testdb.Client(t, endpoint), Options{Now: func() time.Time { return now }})
 }
 
-func get(t *testing.T, h *Handler, path string, q url.Values) (int, map[string]string, string) {
+// handlerFor is newHandler, its answers checked against the OpenAPI document.
+func handlerFor(t testing.TB, table, endpoint string) apiHandler {
+	return checked(t, newHandler(t, table, endpoint))
+}
+
+func get(t *testing.T, h apiHandler, path string, q url.Values) (int, map[string]string, string) {
 	t.Helper()
 	req := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: path, RawQueryString: q.Encode()}
 	req.RequestContext.HTTP.Method = "GET"
@@ -150,7 +156,7 @@ func get(t *testing.T, h *Handler, path string, q url.Values) (int, map[string]s
 
 // pageThrough follows next_cursor to the end and returns the events' keys
 // and the plans of the pages.
-func pageThrough(t *testing.T, h *Handler, q url.Values, maxPages int) ([]string, []Plan) {
+func pageThrough(t *testing.T, h apiHandler, q url.Values, maxPages int) ([]string, []Plan) {
 	t.Helper()
 	var keys []string
 	var plans []Plan
@@ -279,13 +285,13 @@ func TestConsistentReadYourWrites(t *testing.T) {
 	client := testdb.Client(t, testdb.Endpoint(t))
 	real := time.Now()
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{})
-	h := NewHandler(Config{Table: table}, client, Options{})
+	h := checked(t, NewHandler(Config{Table: table}, client, Options{}))
 	for i := range 5 {
 		id := fmt.Sprintf("ryw-%d", i)
 		body := fmt.Sprintf(`{"id":%q,"source":"ryw","type":"t","time":%q}`, id, real.Format(time.RFC3339Nano))
 		req := events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"content-type": "application/json"}, RawPath: "/v1/events"}
 		req.RequestContext.HTTP.Method = "POST"
-		if resp, _ := in.HTTP(context.Background(), req); resp.StatusCode != 202 {
+		if resp := send(t, in, req); resp.StatusCode != 202 {
 			t.Fatalf("write: %d %s", resp.StatusCode, resp.Body)
 		}
 		status, _, out := get(t, h, EventsRoute, url.Values{"source": {"ryw"}, "consistent": {"true"}, "limit": {"1"}})
@@ -405,7 +411,7 @@ func TestBadParametersAnswer400(t *testing.T) {
 func TestDefaultRangePagesStayPut(t *testing.T) {
 	c := loadCorpus(t)
 	clock := now
-	h := NewHandler(Config{Table: c.table}, testdb.Client(t, testdb.Endpoint(t)), Options{Now: func() time.Time { return clock }})
+	h := checked(t, NewHandler(Config{Table: c.table}, testdb.Client(t, testdb.Endpoint(t)), Options{Now: func() time.Time { return clock }}))
 	q := url.Values{"source": {c.source}, "limit": {"10"}}
 	var got []string
 	for {
