@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shardline/shardline/internal/openapi"
+	"github.com/shardline/shardline/internal/openapi/openapitest"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from the server's goroutines.
@@ -61,7 +63,8 @@ func TestRun(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	resp, err := http.Post(base+"/v1/events", "application/json",
+	client := openapitest.Client(t, openapitest.Any) // every exchange checked against the OpenAPI document
+	resp, err := client.Post(base+"/v1/events", "application/json",
 		strings.NewReader(`{"id":"x-1","source":"curl","type":"com.example.hello","data":{"hello":"world"}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +74,7 @@ func TestRun(t *testing.T) {
 	if resp.StatusCode != 202 || string(body) != `{"accepted":1,"rejected":[]}` {
 		t.Fatalf("POST: %d %s", resp.StatusCode, body)
 	}
-	resp, err = http.Get(base + "/v1/events?source=curl&consistent=true")
+	resp, err = client.Get(base + "/v1/events?source=curl&consistent=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +83,22 @@ func TestRun(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"id":"x-1"`) {
 		t.Fatalf("GET: %d %s", resp.StatusCode, body)
 	}
-	resp, err = http.Get(base + "/nowhere")
+	resp, err = client.Get(base + "/nowhere")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 404 {
 		t.Fatalf("unknown route: %d", resp.StatusCode)
+	}
+	resp, err = client.Get(base + openapi.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != string(openapi.Document()) {
+		t.Fatalf("GET %s: %d, %d bytes", openapi.Path, resp.StatusCode, len(body))
 	}
 	cancel()
 	if err := <-done; err != nil {
