@@ -31,6 +31,7 @@ import (
 	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/kinesislocal"
+	"github.com/shardline/shardline/internal/openapi"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -129,12 +130,13 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("listen on %s (choose another with -addr): %w", o.Addr, err)
 	}
 	base := "http://" + ln.Addr().String()
-	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := &http.Server{Handler: withDocument(mux), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	defer httpSrv.Close()
 	fmt.Fprintf(out, "serving POST %s%s and GET %s, %s, %s and %s on %s\n", base, ingest.Route,
 		query.EventsRoute, query.QuarantineRoute, query.CountsRoute, query.SourcesRoute, base)
+	fmt.Fprintf(out, "the API's OpenAPI document: %s%s\n", base, openapi.Path)
 
 	if o.Samples != "" {
 		if err := replay(ctx, out, h, base, o.Samples); err != nil {
@@ -180,6 +182,19 @@ func Run(ctx context.Context, o Options) error {
 	case err := <-serveErr:
 		return fmt.Errorf("API server: %w", err)
 	}
+}
+
+// withDocument serves the API's OpenAPI document at openapi.Path beside
+// the API's routes.
+func withDocument(api http.Handler) http.Handler {
+	doc := openapi.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == openapi.Path {
+			doc.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // replay sends the samples in dir through the handlers, moved in time so that

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -15,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/shardline/shardline/internal/kinesislocal"
+	"github.com/shardline/shardline/internal/openapi"
+	"github.com/shardline/shardline/internal/openapi/openapitest"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from the server's goroutines.
@@ -72,7 +73,8 @@ func TestRun(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	resp, err := http.Post(base+"/v1/events", "application/json",
+	client := openapitest.Client(t, openapitest.Any) // every exchange checked against the OpenAPI document
+	resp, err := client.Post(base+"/v1/events", "application/json",
 		strings.NewReader(`{"id":"x-1","source":"curl","type":"com.example.hello","data":{"hello":"world"}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +84,7 @@ func TestRun(t *testing.T) {
 	if resp.StatusCode != 202 || string(body) != `{"accepted":1,"rejected":[]}` {
 		t.Fatalf("POST: %d %s", resp.StatusCode, body)
 	}
-	resp, err = http.Get(base + "/v1/events?source=curl&consistent=true")
+	resp, err = client.Get(base + "/v1/events?source=curl&consistent=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +100,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		resp, err = http.Get(base + "/v1/events?source=kinesis-producer&consistent=true")
+		resp, err = client.Get(base + "/v1/events?source=kinesis-producer&consistent=true")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,13 +115,22 @@ func TestRun(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	resp, err = http.Get(base + "/nowhere")
+	resp, err = client.Get(base + "/nowhere")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 404 {
 		t.Fatalf("unknown route: %d", resp.StatusCode)
+	}
+	resp, err = client.Get(base + openapi.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != string(openapi.Document()) {
+		t.Fatalf("GET %s: %d, %d bytes", openapi.Path, resp.StatusCode, len(body))
 	}
 	cancel()
 	if err := <-done; err != nil {

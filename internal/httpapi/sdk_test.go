@@ -16,6 +16,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/shardline/shardline/internal/devserver"
+	"github.com/shardline/shardline/internal/openapi/openapitest"
 	"github.com/shardline/shardline/internal/testdb"
 )
 
@@ -89,7 +90,9 @@ func sdkEvents(t *testing.T, source string) []cloudevents.Event {
 func TestGoSDK(t *testing.T) {
 	base := serve(t)
 	target := base + "/v1/events"
-	client, err := cloudevents.NewClientHTTP(cloudevents.WithTarget(target))
+	// Every exchange, the SDK's included, is checked against the OpenAPI document.
+	checked := openapitest.Client(t, openapitest.Any)
+	client, err := cloudevents.NewClientHTTP(cloudevents.WithTarget(target), cehttp.WithRoundTripper(checked.Transport))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +115,7 @@ func TestGoSDK(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := checked.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -138,7 +141,7 @@ func expectAccepted(t *testing.T, res error) {
 // readBack is every event of source, oldest first, read with consistent=true.
 func readBack(t *testing.T, base, source string) []json.RawMessage {
 	t.Helper()
-	resp, err := http.Get(base + "/v1/events?consistent=true&order=asc&source=" + url.QueryEscape(source))
+	resp, err := openapitest.Client(t, openapitest.Any).Get(base + "/v1/events?consistent=true&order=asc&source=" + url.QueryEscape(source))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestHTTPWorkEndsWithinAPIGatewaysLimit(t *testing.T) {
 	e.proxy.SetLatency(100 * time.Millisecond) // a slow DynamoDB
 	for _, coldStart := range []time.Duration{0, 5 * time.Second} {
 		rec := &deadlineRecorder{Client: testdb.Client(t, e.proxy.URL)}
-		h := New(DefaultConfig(e.table), rec, Options{Now: func() time.Time { return fixtureNow }})
+		h := checked(t, New(DefaultConfig(e.table), rec, Options{Now: func() time.Time { return fixtureNow }}))
 		req := post(batchBody(60, fmt.Sprint("b", coldStart)), "application/cloudevents-batch+json")
 		req.RequestContext.TimeEpoch = fixtureNow.Add(-coldStart).UnixMilli() // when API Gateway received it
 
@@ -89,7 +89,7 @@ func TestHTTPAnswersWhatItDidWhenTheBudgetRunsOut(t *testing.T) {
 	e := newEnv(t, true, nil)
 	cfg := DefaultConfig(e.table)
 	cfg.WriteConcurrency = 1 // one batch after the other
-	h := New(cfg, testdb.Client(t, e.proxy.URL), Options{Now: func() time.Time { return fixtureNow }, APIBudget: 2 * time.Second})
+	h := checked(t, New(cfg, testdb.Client(t, e.proxy.URL), Options{Now: func() time.Time { return fixtureNow }, APIBudget: 2 * time.Second}))
 	var hung sync.Once
 	e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		if r.Op == "BatchWriteItem" {

@@ -28,7 +28,7 @@ var fixtureNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 type env struct {
 	table  string
 	client *dynamodb.Client
-	h      *Handler
+	h      apiHandler        // its API answers checked against the OpenAPI document
 	proxy  *faultproxy.Proxy // nil unless asked for
 }
 
@@ -52,7 +52,7 @@ func newEnv(t *testing.T, proxied bool, edit func(*Config)) *env {
 	if edit != nil {
 		edit(&cfg)
 	}
-	e.h = New(cfg, testdb.Client(t, endpoint), Options{Now: func() time.Time { return fixtureNow }})
+	e.h = checked(t, New(cfg, testdb.Client(t, endpoint), Options{Now: func() time.Time { return fixtureNow }}))
 	return e
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/openapi/openapitest"
 	"github.com/shardline/shardline/internal/testdb"
 )
 
@@ -31,9 +32,11 @@ func TestQueryFixtures(t *testing.T) {
 	client := testdb.Client(t, testdb.Endpoint(t))
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
 	for _, f := range []string{"kinesis-batch.json", "api-ingest-v2.json", "rest-ingest-v1.json"} {
-		if _, err := in.Invoke(context.Background(), fixture(t, f)); err != nil {
+		out, err := in.Invoke(context.Background(), fixture(t, f))
+		if err != nil {
 			t.Fatal(err)
 		}
+		openapitest.CheckInvoke(t, openapitest.Ingest, fixture(t, f), out)
 	}
 	h := handlerFor(t, table, testdb.Endpoint(t))
 	out, err := h.Invoke(context.Background(), fixture(t, "api-query-v2.json"))

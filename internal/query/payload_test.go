@@ -27,7 +27,7 @@ const lambdaLimit = 6 << 20 // 6,291,456 bytes
 // invoke runs h as the Lambda runtime does (aws-lambda-go's
 // lambda.NewHandler, which encodes the handler's answer) and returns the
 // payload the function would send back, and the answer decoded.
-func invoke(t *testing.T, h *Handler, path string, q url.Values) ([]byte, events.APIGatewayV2HTTPResponse) {
+func invoke(t *testing.T, h apiHandler, path string, q url.Values) ([]byte, events.APIGatewayV2HTTPResponse) {
 	t.Helper()
 	req := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: path, RawQueryString: q.Encode()}
 	req.RequestContext.HTTP.Method = "GET"
@@ -100,7 +100,7 @@ func loadBig(t *testing.T, table, source string, n, size int) []string {
 
 // pageBySize follows next_cursor to the end, checking that every answer's
 // payload fits Lambda's limit, and returns the ids in the order received.
-func pageBySize(t *testing.T, h *Handler, q url.Values) (ids []string, pages int) {
+func pageBySize(t *testing.T, h apiHandler, q url.Values) (ids []string, pages int) {
 	t.Helper()
 	for pages = 1; ; pages++ {
 		if pages > 200 {

@@ -161,7 +161,7 @@ func TestPageReadsAreBounded(t *testing.T) {
 	const limit = 200
 	for _, consistent := range []bool{false, true} {
 		c := &counting{API: testdb.Client(t, testdb.Endpoint(t))}
-		h := NewHandler(Config{Table: b.table}, c, Options{Now: func() time.Time { return now }})
+		h := checked(t, NewHandler(Config{Table: b.table}, c, Options{Now: func() time.Time { return now }}))
 		status, _, body := get(t, h, EventsRoute, burstQuery(limit, consistent))
 		if status != 200 {
 			t.Fatalf("%d %s", status, body)

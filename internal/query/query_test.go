@@ -133,17 +133,29 @@ func (c *corpus) reference(from, to time.Time, typ, subject string, o Order) []s
 	return keys
 }
 
-func handlerFor(t testing.TB, table, endpoint string) *Handler {
-	return handlerOn(t, table, endpoint, "")
+// newHandler is a handler on table at endpoint, at now.
+func newHandler(t testing.TB, table, endpoint string) *Handler {
+	return newHandlerOn(t, table, endpoint, "")
 }
 
-// handlerOn is handlerFor with eventually consistent pages served by path
-// (PathGSI, PathScatter, or "" for the cheaper).
-func handlerOn(t testing.TB, table, endpoint, path string) *Handler {
+// newHandlerOn is newHandler with eventually consistent pages served by
+// path (PathGSI, PathScatter, or "" for the cheaper).
+func newHandlerOn(t testing.TB, table, endpoint, path string) *Handler {
 	return NewHandler(Config{Table: table}, testdb.Client(t, endpoint), Options{Now: func() time.Time { return now }, Path: path})
 }
 
-func get(t *testing.T, h *Handler, path string, q url.Values) (int, map[string]string, string) {
+// handlerFor is newHandler, its answers checked against the OpenAPI document.
+func handlerFor(t testing.TB, table, endpoint string) apiHandler {
+	return checked(t, newHandler(t, table, endpoint))
+}
+
+// handlerOn is newHandlerOn, its answers checked against the OpenAPI
+// document.
+func handlerOn(t testing.TB, table, endpoint, path string) apiHandler {
+	return checked(t, newHandlerOn(t, table, endpoint, path))
+}
+
+func get(t *testing.T, h apiHandler, path string, q url.Values) (int, map[string]string, string) {
 	t.Helper()
 	req := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: path, RawQueryString: q.Encode()}
 	req.RequestContext.HTTP.Method = "GET"
@@ -156,7 +168,7 @@ func get(t *testing.T, h *Handler, path string, q url.Values) (int, map[string]s
 
 // pageThrough follows next_cursor to the end and returns the events' keys
 // and the plans of the pages.
-func pageThrough(t *testing.T, h *Handler, q url.Values, maxPages int) ([]string, []Plan) {
+func pageThrough(t *testing.T, h apiHandler, q url.Values, maxPages int) ([]string, []Plan) {
 	t.Helper()
 	var keys []string
 	var plans []Plan
@@ -295,13 +307,13 @@ func TestConsistentReadYourWrites(t *testing.T) {
 	client := testdb.Client(t, testdb.Endpoint(t))
 	real := time.Now()
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{})
-	h := NewHandler(Config{Table: table}, client, Options{})
+	h := checked(t, NewHandler(Config{Table: table}, client, Options{}))
 	for i := range 5 {
 		id := fmt.Sprintf("ryw-%d", i)
 		body := fmt.Sprintf(`{"id":%q,"source":"ryw","type":"t","time":%q}`, id, real.Format(time.RFC3339Nano))
 		req := events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"content-type": "application/json"}, RawPath: "/v1/events"}
 		req.RequestContext.HTTP.Method = "POST"
-		if resp, _ := in.HTTP(context.Background(), req); resp.StatusCode != 202 {
+		if resp := send(t, in, req); resp.StatusCode != 202 {
 			t.Fatalf("write: %d %s", resp.StatusCode, resp.Body)
 		}
 		status, _, out := get(t, h, EventsRoute, url.Values{"source": {"ryw"}, "consistent": {"true"}, "limit": {"1"}})
@@ -421,7 +433,7 @@ func TestBadParametersAnswer400(t *testing.T) {
 func TestDefaultRangePagesStayPut(t *testing.T) {
 	c := loadCorpus(t)
 	clock := now
-	h := NewHandler(Config{Table: c.table}, testdb.Client(t, testdb.Endpoint(t)), Options{Now: func() time.Time { return clock }})
+	h := checked(t, NewHandler(Config{Table: c.table}, testdb.Client(t, testdb.Endpoint(t)), Options{Now: func() time.Time { return clock }}))
 	q := url.Values{"source": {c.source}, "limit": {"10"}}
 	var got []string
 	for {

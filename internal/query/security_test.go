@@ -1,7 +1,6 @@
 package query
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -53,7 +52,7 @@ func TestNoQueryCrossesSources(t *testing.T) {
 	}
 	req := events.APIGatewayV2HTTPRequest{Body: "[" + strings.Join(evs, ",") + "]", Headers: map[string]string{"content-type": "application/json"}, RawPath: "/v1/events"}
 	req.RequestContext.HTTP.Method = "POST"
-	if resp, _ := in.HTTP(context.Background(), req); resp.StatusCode != 202 || !strings.Contains(resp.Body, fmt.Sprintf(`"accepted":%d`, len(evs))) {
+	if resp := send(t, in, req); resp.StatusCode != 202 || !strings.Contains(resp.Body, fmt.Sprintf(`"accepted":%d`, len(evs))) {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Body)
 	}
 	h := handlerFor(t, table, p.URL)
@@ -167,7 +166,7 @@ func TestCursorRangeIsChecked(t *testing.T) {
 	const secret = "test-cursor-key"
 	table := testdb.Table(t)
 	keys := NewKeys(secret, table)
-	h := NewHandler(Config{Table: table, CursorSecret: secret}, testdb.Client(t, testdb.Endpoint(t)), Options{Now: func() time.Time { return now }})
+	h := checked(t, NewHandler(Config{Table: table, CursorSecret: secret}, testdb.Client(t, testdb.Endpoint(t)), Options{Now: func() time.Time { return now }}))
 	huge := Params{Source: "s", Order: Desc, From: time.Unix(0, 0).UTC(), To: time.Date(2262, 4, 1, 0, 0, 0, 0, time.UTC)}
 	inverted := Params{Source: "s", Order: Desc, From: now, To: now.Add(-time.Hour)}
 	for _, tc := range []struct {
