@@ -1,0 +1,129 @@
+package adapt
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
+// feed observes rate items a second of 1 WCU each for secs seconds, a share
+// of them throttled, under cur.
+func feed(p *Policy, src string, from time.Time, secs, rate int, throttled float64, cur Counts) time.Time {
+	for s := range secs {
+		n := rate
+		p.Observe(src, from.Add(time.Duration(s)*time.Second), cur, Sample{
+			Items: n, WCU: float64(n), GSIWCU: float64(n), Throttled: int(throttled * float64(n)),
+		})
+	}
+	return from.Add(time.Duration(secs-1) * time.Second)
+}
+
+func TestQuietSourceIsLeftAlone(t *testing.T) {
+	var p Policy
+	cur := Counts{4, 1}
+	now := feed(&p, "q", t0, 30, 100, 0, cur)
+	if d, ok := p.Decide("q", now, cur, cur); ok {
+		t.Fatalf("100 events/s on 4/1 shards raised: %+v", d)
+	}
+	if d, ok := p.Decide("other", now, cur, cur); ok {
+		t.Fatalf("an unseen source raised: %+v", d)
+	}
+}
+
+func TestRateRaisesBeforeThrottling(t *testing.T) {
+	var p Policy
+	cur := Counts{4, 1}
+	// 600 WCU/s: the single GSI key is at 60% and the rate may double
+	// before a raise takes effect.
+	now := feed(&p, "s", t0, 10, 600, 0, cur)
+	d, ok := p.Decide("s", now, cur, cur)
+	if !ok {
+		t.Fatal("600 WCU/s on one GSI key did not raise")
+	}
+	if d.To.GSIShards < 2 || d.To.Shards != 4 {
+		t.Fatalf("raise to %+v, want the GSI only, at least doubled", d.To)
+	}
+	if !strings.HasPrefix(d.Reason, "rate:") {
+		t.Fatalf("reason %q", d.Reason)
+	}
+	// Once that raise is scheduled, the same traffic asks for nothing more.
+	if d2, ok := p.Decide("s", now, cur, d.To); ok {
+		t.Fatalf("raised again to %+v with %+v pending", d2.To, d.To)
+	}
+}
+
+func TestThrottlingRaisesTheHotIndex(t *testing.T) {
+	var p Policy
+	cur := Counts{16, 1}
+	// 900 WCU/s gets through, 5% throttled: the GSI's one key carries 900,
+	// a base key 56; only the GSI is hot.
+	now := feed(&p, "s", t0, 10, 900, 0.05, cur)
+	d, ok := p.Decide("s", now, cur, cur)
+	if !ok || d.To.GSIShards < Step || d.To.Shards != 16 {
+		t.Fatalf("decision %+v %v: want the GSI raised %d-fold, the base left", d, ok, Step)
+	}
+	if !strings.HasPrefix(d.Reason, "throttled:") || d.Throttled < 0.04 {
+		t.Fatalf("decision %+v", d)
+	}
+	// A blip is not a signal.
+	var q Policy
+	now = feed(&q, "s", t0, 10, 100, 0, Counts{4, 1})
+	q.Observe("s", now, Counts{4, 1}, Sample{Items: 1, WCU: 1, GSIWCU: 1, Throttled: 1})
+	if d, ok := q.Decide("s", now, Counts{4, 1}, Counts{4, 1}); ok {
+		t.Fatalf("one throttled item raised: %+v", d)
+	}
+}
+
+func TestSamplesUnderOldCountsAreForgotten(t *testing.T) {
+	var p Policy
+	old := Counts{4, 1}
+	now := feed(&p, "s", t0, 10, 900, 0.5, old)
+	raised := Counts{4, 4}
+	// The raise took effect: the throttling seen before it must not raise
+	// again, and a few quiet seconds under the new counts decide nothing.
+	now = feed(&p, "s", now.Add(time.Second), 2, 30, 0, raised)
+	if d, ok := p.Decide("s", now, raised, raised); ok {
+		t.Fatalf("raised on samples from before the raise: %+v", d)
+	}
+}
+
+// TestRaisesAreBounded: a source whose demand exceeds anything keeps being
+// throttled; every raise at least doubles and none passes Max.
+func TestRaisesAreBounded(t *testing.T) {
+	p := Policy{Max: 64}
+	cur := Counts{4, 1}
+	now := t0
+	raises := 0
+	for range 50 {
+		now = feed(&p, "s", now.Add(time.Second), 10, 1000*cur.GSIShards, 0.3, cur)
+		d, ok := p.Decide("s", now, cur, cur)
+		if !ok {
+			break
+		}
+		if d.To.Shards < cur.Shards || d.To.GSIShards < cur.GSIShards || d.To.Shards > 64 || d.To.GSIShards > 64 {
+			t.Fatalf("raise %+v from %+v", d.To, cur)
+		}
+		if d.To.Shards < 2*cur.Shards && d.To.GSIShards < 2*cur.GSIShards {
+			t.Fatalf("raise %+v from %+v doubles neither count", d.To, cur)
+		}
+		cur = d.To
+		raises++
+	}
+	if cur != (Counts{64, 64}) {
+		t.Fatalf("ended at %+v, want the maximum", cur)
+	}
+	if raises > 6 { // log2(64/1)
+		t.Fatalf("%d raises", raises)
+	}
+}
+
+func TestForget(t *testing.T) {
+	var p Policy
+	feed(&p, "s", t0, 3, 10, 0, Counts{1, 1})
+	p.Forget(t0.Add(time.Minute))
+	if len(p.src) != 0 {
+		t.Fatalf("%d sources kept after a minute of silence", len(p.src))
+	}
+}
