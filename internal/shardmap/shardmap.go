@@ -57,6 +57,12 @@ type Config struct {
 	GSIShards  bucketing.Counts // GSI shards per event source
 	Quarantine int              // base-table shards of the quarantine
 	Retention  time.Duration    // how long events live; the shard record outlives the day by at least this much
+	// Carry starts an event stream's day from the counts its previous day
+	// reached, when they are above the configuration: all of them if the
+	// previous day was raised, half of them if it was not (so that counts a
+	// source no longer needs decay by half a day). Adaptive sharding sets
+	// it; the configuration stays the floor.
+	Carry bool
 }
 
 func (c Config) want(s bucketing.Stream) (int, int) {
@@ -107,7 +113,13 @@ func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string)
 		if err != nil {
 			return nil, err
 		}
-		next, changed := r.update(rec, day, wantN, wantG, now)
+		n, g := wantN, wantG
+		if rec.sched == nil && r.Config.Carry && s.Space == bucketing.Events {
+			if n, g, err = r.carried(ctx, s, day, n, g); err != nil {
+				return nil, err
+			}
+		}
+		next, changed := r.update(rec, day, n, g, now)
 		if changed && rec.sched == nil && s.Space == bucketing.Events {
 			// The first writer of the day lists the source in the day's
 			// catalogue before it creates the record: once the record
@@ -131,6 +143,66 @@ func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string)
 		return next.sched, nil
 	}
 	return nil, fmt.Errorf("shard record %s: too many concurrent updates", key)
+}
+
+// Raise records that writers of stream on day must use at least n base-table
+// and g GSI shards, from Lead after now: it appends a step to the day's
+// schedule, unless the schedule already reaches those counts or the step
+// would start after the day. Concurrent raises and configuration changes
+// agree through the record's version: a writer that loses the race reads
+// the record again and raises from what won. The schedule is created first
+// if the day has none. raised says whether this call added the step.
+func (r *Registry) Raise(ctx context.Context, s bucketing.Stream, day string, n, g int) (sched bucketing.Schedule, raised bool, err error) {
+	if _, err := r.Schedule(ctx, s, day); err != nil {
+		return nil, false, err
+	}
+	key := s.MetaPK(day)
+	now := r.now()
+	for range 8 {
+		rec, err := r.read(ctx, key)
+		if err != nil {
+			return nil, false, err
+		}
+		if rec.sched == nil {
+			return nil, false, fmt.Errorf("shard record %s: gone while raising", key)
+		}
+		next := extend(rec.sched, day, n, g, now)
+		if next == nil {
+			r.remember(key, rec, now)
+			return rec.sched, false, nil
+		}
+		up := record{sched: next, ver: rec.ver, expires: rec.expires}
+		err = r.write(ctx, key, up)
+		var cond *types.ConditionalCheckFailedException
+		if errors.As(err, &cond) {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		r.remember(key, up, now)
+		return next, true, nil
+	}
+	return nil, false, fmt.Errorf("shard record %s: too many concurrent updates", key)
+}
+
+// carried is the counts a new day of stream starts with: the configured n
+// and g, or more if the previous day reached more (see Config.Carry).
+func (r *Registry) carried(ctx context.Context, s bucketing.Stream, day string, n, g int) (int, int, error) {
+	d, err := time.Parse(bucketing.DayLayout, day)
+	if err != nil {
+		return n, g, nil
+	}
+	prev, err := r.read(ctx, s.MetaPK(d.AddDate(0, 0, -1).Format(bucketing.DayLayout)))
+	if err != nil || prev.sched == nil {
+		return n, g, err
+	}
+	last := prev.sched.Last()
+	pn, pg := last.Shards, last.GSIShards
+	if len(prev.sched) == 1 {
+		pn, pg = pn/2, pg/2
+	}
+	return max(n, pn), max(g, pg), nil
 }
 
 // update is the record to store in place of rec, and whether it differs
@@ -186,10 +258,15 @@ func extend(sched bucketing.Schedule, day string, wantN, wantG int, now time.Tim
 		return nil
 	}
 	m := from.Hour()*60 + from.Minute()
+	step := bucketing.Step{From: m, Shards: max(wantN, last.Shards), GSIShards: max(wantG, last.GSIShards)}
 	if m <= last.From {
-		return nil
+		// The last step starts no earlier than a new one could: no writer
+		// can have placed an event by it yet, for the same reason it could
+		// not by a new step, so it is raised in place.
+		step.From = last.From
+		return append(sched[:len(sched)-1:len(sched)-1], step)
 	}
-	return append(sched[:len(sched):len(sched)], bucketing.Step{From: m, Shards: max(wantN, last.Shards), GSIShards: max(wantG, last.GSIShards)})
+	return append(sched[:len(sched):len(sched)], step)
 }
 
 // cached is what the registry read of key within CacheFor of now.
