@@ -9,11 +9,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/deadline"
@@ -41,6 +43,8 @@ type Handler struct {
 	log      *slog.Logger
 	metrics  *emf.Logger
 	now      func() time.Time
+	policy   *adapt.Policy // nil when adaptive sharding is off
+	forgot   atomic.Int64  // Unix second the policy last forgot idle sources
 	// apiBudget bounds the work of an API request (deadline.API).
 	apiBudget time.Duration
 }
@@ -77,7 +81,11 @@ func New(cfg Config, client Client, o Options) *Handler {
 			GSIShards:  cfg.GSIShards,
 			Quarantine: cfg.QuarantineShards,
 			Retention:  cfg.Retention,
+			Carry:      cfg.ShardsMax > 0,
 		},
+	}
+	if cfg.ShardsMax > 0 {
+		h.policy = &adapt.Policy{Max: cfg.ShardsMax}
 	}
 	h.hours = &shardmap.Hours{Client: client, Table: cfg.Table, Retention: cfg.Retention}
 	h.writer = &writer.Writer{Client: client, Table: cfg.Table, Concurrency: cfg.WriteConcurrency}

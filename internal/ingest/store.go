@@ -62,6 +62,9 @@ func (h *Handler) store(ctx context.Context, units []unit) ([]outcome, storeStat
 			st.firstErr = err
 		}
 		res := h.writer.Write(ctx, items)
+		if pass == 0 {
+			h.adapt(ctx, units, idx, items, res.Throttled)
+		}
 		st.requests += res.Requests
 		st.retried += res.Retried
 		st.wcu += res.WCU
