@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,9 +21,14 @@ import (
 // traffic, so that a ramp to 20,000 events a second plays out on DynamoDB
 // Local in a minute.
 type Partitions struct {
-	WCU  float64          // write units a second per key value
-	Keys []string         // partition key attributes, such as "pk" and "gpk"
-	Now  func() time.Time // default time.Now
+	WCU   float64          // write units a second per key value
+	Burst float64          // seconds of WCU a quiet key saves up; default 1
+	Keys  []string         // partition key attributes, such as "pk" and "gpk"
+	Now   func() time.Time // default time.Now
+
+	// Seen and Throttled count the items the model judged, and those it
+	// held back.
+	Seen, Throttled atomic.Int64
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -70,11 +76,11 @@ func (m *Partitions) take(item map[string]json.RawMessage) bool {
 		name := attr + "=" + v.S
 		b := m.buckets[name]
 		if b == nil {
-			b = &bucket{tokens: m.WCU, at: now}
+			b = &bucket{tokens: m.WCU * m.burst(), at: now}
 			m.buckets[name] = b
 		}
 		if dt := now.Sub(b.at).Seconds(); dt > 0 {
-			b.tokens = math.Min(m.WCU, b.tokens+dt*m.WCU)
+			b.tokens = math.Min(m.WCU*m.burst(), b.tokens+dt*m.WCU)
 			b.at = now
 		}
 		if b.tokens < units {
@@ -83,12 +89,22 @@ func (m *Partitions) take(item map[string]json.RawMessage) bool {
 		}
 		bs = append(bs, b)
 	}
+	m.Seen.Add(1)
 	if ok {
 		for _, b := range bs {
 			b.tokens -= units
 		}
+	} else {
+		m.Throttled.Add(1)
 	}
 	return !ok
+}
+
+func (m *Partitions) burst() float64 {
+	if m.Burst > 0 {
+		return m.Burst
+	}
+	return 1
 }
 
 // Hot is the key values that were over their ceiling at least once, with

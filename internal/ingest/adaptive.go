@@ -13,16 +13,12 @@ import (
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
-// adapt feeds the policy what a write showed of each source writing today,
-// and records the raises it asks for (adaptive sharding, internal/adapt).
-// items[n] is the item of units[idx[n]]; throttled[n] says whether DynamoDB
-// throttled it. Events of other days count for nothing: a day's counts
-// only change while the day lasts, and a late event is not today's heat.
-//
-// A raise is one conditional write to the shard record, made at most once
-// per doubling of a count, so it may sit on the hot path. A failed raise
-// is logged and left for the next batch: the events are written either way.
-func (h *Handler) adapt(ctx context.Context, units []unit, idx []int, items []item.Item, throttled []bool) {
+// observe feeds the policy what a write showed of each source writing
+// today (adaptive sharding, internal/adapt). items[n] is the item of
+// units[idx[n]]; throttled[n] says whether DynamoDB throttled it. Events of
+// other days count for nothing: a day's counts only change while the day
+// lasts, and a late event is not today's heat.
+func (h *Handler) observe(units []unit, idx []int, items []item.Item, throttled []bool) {
 	if h.policy == nil || len(items) == 0 {
 		return
 	}
@@ -39,33 +35,66 @@ func (h *Handler) adapt(ctx context.Context, units []unit, idx []int, items []it
 			s = &adapt.Sample{}
 			samples[e.Source] = s
 		}
-		w := float64(itemWCU(items[n]))
 		s.Items++
-		s.WCU += w
-		s.GSIWCU += w
 		if throttled[n] {
 			s.Throttled++
+			continue
 		}
+		w := float64(itemWCU(items[n]))
+		s.WCU += w
+		s.GSIWCU += w
 	}
 	day := now.UTC().Format(bucketing.DayLayout)
 	for src, s := range samples {
-		stream := bucketing.Stream{Space: bucketing.Events, Source: src}
 		// The batch's items were built from this schedule a moment ago:
 		// the registry answers from its cache.
-		sched, err := h.registry.Schedule(ctx, stream, day)
-		if err != nil {
-			h.log.Warn("adaptive sharding: read the shard schedule", slog.String("source", src), slog.String("error", err.Error()))
+		sched, ok := h.registry.Known(bucketing.Stream{Space: bucketing.Events, Source: src}, day)
+		if !ok {
+			continue
+		}
+		h.policy.Observe(src, now, adapt.Of(sched.At(now)), *s)
+	}
+	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {
+		h.forgot.Store(sec)
+		h.policy.Forget(now)
+	}
+}
+
+// raise records the raises the policy asks for, for the sources of units
+// writing today. It runs before a batch is written, on what earlier
+// batches showed: after a write throttled to its deadline there is no time
+// left to record anything, and a raise is what ends such writes.
+//
+// A raise is one conditional write to the shard record, made at most once
+// per doubling of a count, so it may sit on the hot path. A failed raise
+// is logged and left for the next batch: the events are written either way.
+func (h *Handler) raise(ctx context.Context, units []unit) {
+	if h.policy == nil {
+		return
+	}
+	now := h.now()
+	today := dayNumber(now)
+	day := now.UTC().Format(bucketing.DayLayout)
+	done := map[string]bool{}
+	for _, u := range units {
+		e := u.event
+		if e == nil || done[e.Source] || dayNumber(e.Time) != today {
+			continue
+		}
+		done[e.Source] = true
+		stream := bucketing.Stream{Space: bucketing.Events, Source: e.Source}
+		sched, ok := h.registry.Known(stream, day)
+		if !ok {
 			continue
 		}
 		cur, last := adapt.Of(sched.At(now)), adapt.Of(sched.Last())
-		h.policy.Observe(src, now, cur, *s)
-		d, ok := h.policy.Decide(src, now, cur, last)
+		d, ok := h.policy.Decide(e.Source, now, cur, last)
 		if !ok {
 			continue
 		}
 		next, raised, err := h.registry.Raise(ctx, stream, day, d.To.Shards, d.To.GSIShards)
 		if err != nil {
-			h.log.Warn("adaptive sharding: raise", slog.String("source", src), slog.String("error", err.Error()))
+			h.log.Warn("adaptive sharding: raise", slog.String("event_source", e.Source), slog.String("error", err.Error()))
 			continue
 		}
 		if !raised {
@@ -73,7 +102,7 @@ func (h *Handler) adapt(ctx context.Context, units []unit, idx []int, items []it
 		}
 		step := next.Last()
 		h.log.Info("shards raised",
-			slog.String("event_source", src),
+			slog.String("event_source", e.Source),
 			slog.String("day", day),
 			slog.Int("shards_from", last.Shards), slog.Int("shards_to", step.Shards),
 			slog.Int("gsi_shards_from", last.GSIShards), slog.Int("gsi_shards_to", step.GSIShards),
@@ -86,10 +115,6 @@ func (h *Handler) adapt(ctx context.Context, units []unit, idx []int, items []it
 		); err != nil {
 			h.log.Warn("metrics", slog.String("error", err.Error()))
 		}
-	}
-	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {
-		h.forgot.Store(sec)
-		h.policy.Forget(now)
 	}
 }
 

@@ -57,6 +57,9 @@ type Options struct {
 	// APIBudget bounds the work of an API request, counted from when API
 	// Gateway received it. Default, and most: deadline.API.
 	APIBudget time.Duration
+	// Policy decides adaptive sharding's raises. Default: the defaults,
+	// bounded by Config.ShardsMax; ignored when that is 0.
+	Policy *adapt.Policy
 }
 
 // New returns a Handler writing through client.
@@ -85,7 +88,11 @@ func New(cfg Config, client Client, o Options) *Handler {
 		},
 	}
 	if cfg.ShardsMax > 0 {
-		h.policy = &adapt.Policy{Max: cfg.ShardsMax}
+		h.policy = o.Policy
+		if h.policy == nil {
+			h.policy = &adapt.Policy{}
+		}
+		h.policy.Max = cfg.ShardsMax
 	}
 	h.hours = &shardmap.Hours{Client: client, Table: cfg.Table, Retention: cfg.Retention}
 	h.writer = &writer.Writer{Client: client, Table: cfg.Table, Concurrency: cfg.WriteConcurrency}

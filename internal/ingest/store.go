@@ -56,6 +56,7 @@ func (h *Handler) store(ctx context.Context, units []unit) ([]outcome, storeStat
 	for i := range units {
 		todo[i] = i
 	}
+	h.raise(ctx, units)
 	for pass := 0; pass < 2 && len(todo) > 0; pass++ {
 		items, idx, err := h.items(ctx, units, todo)
 		if err != nil && st.firstErr == nil {
@@ -63,7 +64,7 @@ func (h *Handler) store(ctx context.Context, units []unit) ([]outcome, storeStat
 		}
 		res := h.writer.Write(ctx, items)
 		if pass == 0 {
-			h.adapt(ctx, units, idx, items, res.Throttled)
+			h.observe(units, idx, items, res.Throttled)
 		}
 		st.requests += res.Requests
 		st.retried += res.Retried

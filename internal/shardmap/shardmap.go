@@ -308,6 +308,17 @@ func (r *Registry) Cached(ctx context.Context, s bucketing.Stream, day string) (
 	return rec.sched, true, nil
 }
 
+// Known is the schedule of stream on day that this registry read or wrote
+// last, however long ago, without asking DynamoDB; ok is false when it has
+// none. Adaptive sharding decides on it: a raise it misses is one the
+// record already holds, and Raise reads the record before it writes.
+func (r *Registry) Known(s bucketing.Stream, day string) (sched bucketing.Schedule, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.cache[s.MetaPK(day)]
+	return c.sched, ok
+}
+
 // Lookup reads the schedule of stream on day without changing anything;
 // found is false when nothing was written that day. The read is strongly
 // consistent, as the record is written before the first event of the day.
