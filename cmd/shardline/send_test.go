@@ -31,7 +31,7 @@ func TestSendAndQuery(t *testing.T) {
 		lines = append(lines, event("cli/q", fmt.Sprintf("q-%03d", i), "t", now.Add(time.Duration(i)*time.Second)))
 	}
 	lines = append(lines, "["+event("cli/q", "q-240", "t", now)+","+event("cli/q", "q-241", "t", now)+"]")
-	lines = append(lines, event("cli/q", "", "t", now))                    // an id is made
+	lines = append(lines, event("cli/q", "", "t", now))                          // an id is made
 	lines = append(lines, `{"specversion":"1.0","id":"bad-1","source":"cli/q"}`) // no type: rejected
 	nd := writeFile(t, "events.ndjson", lines...)
 	arr := writeFile(t, "events.json", "[\n  "+event("cli/q", "q-300", "t", now)+",\n\n  "+event("cli/q", "q-301", "t", time.Time{})+"\n]")
