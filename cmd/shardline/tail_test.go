@@ -58,9 +58,9 @@ func TestTailFollow(t *testing.T) {
 
 	// New events over several polls, a late one, a repeat, one too late.
 	send(event("cli/tail", "t-100", "t", time.Now()), event("cli/tail", "t-101", "t", time.Time{}))
-	send(event("cli/tail", "t-102", "t", now.Add(-30*time.Second)))              // late: older than t-011
+	send(event("cli/tail", "t-102", "t", now.Add(-30*time.Second)))             // late: older than t-011
 	send(old[11], event("cli/tail", "t-103", "t", time.Now().Add(time.Second))) // t-011 again
-	send(event("cli/tail", "t-104", "t", now.Add(-10*time.Minute)))            // later than -late
+	send(event("cli/tail", "t-104", "t", now.Add(-10*time.Minute)))             // later than -late
 	send(event("cli/tail", "t-105", "t", time.Now()))
 	eventually(t, "the events sent while following", func() bool { return slices.Contains(printed(), "t-105") && len(printed()) >= 10 })
 	// A few more polls, to see that nothing comes twice.
