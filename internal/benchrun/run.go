@@ -38,8 +38,8 @@ type Report struct {
 	Counts    *CountsReport `json:"counts,omitempty"`
 	Producer  []ProducerRow `json:"producer,omitempty"`
 	// ProducerShards is the producer benchmark's stream's shards.
-	ProducerShards int `json:"producer_shards,omitempty"`
-	ColdStart []ColdRow `json:"cold_start"`
+	ProducerShards int       `json:"producer_shards,omitempty"`
+	ColdStart      []ColdRow `json:"cold_start"`
 }
 
 // Run measures and reports.
