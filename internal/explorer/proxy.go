@@ -38,12 +38,12 @@ var answered = []string{"Content-Type", "Retry-After", "Allow"}
 // addressed to a loopback host, so that a web page elsewhere cannot reach
 // it through DNS rebinding, and refuses requests another origin's page sent.
 type Proxy struct {
-	Target      *url.URL               // the API's base URL (the stack's ApiUrl)
+	Target      *url.URL                // the API's base URL (the stack's ApiUrl)
 	Credentials aws.CredentialsProvider // the operator's, from the SDK's chain
-	Region      string                 // the API's region
-	Signer      *v4.Signer             // nil: v4.NewSigner()
-	Client      *http.Client           // nil: a client with a 35 s timeout
-	Now         func() time.Time       // the signing time; nil: time.Now
+	Region      string                  // the API's region
+	Signer      *v4.Signer              // nil: v4.NewSigner()
+	Client      *http.Client            // nil: a client with a 35 s timeout
+	Now         func() time.Time        // the signing time; nil: time.Now
 }
 
 // ServeHTTP forwards r, signed, and writes the API's answer.
