@@ -8,6 +8,7 @@
 //	shardline quarantine list|replay
 //	                  list quarantined records; replay them under the current rules
 //	shardline redrive re-ingest the Kinesis batches Lambda gave up on
+//	shardline explore the explorer page for a deployed API, signed with SigV4
 //
 // Run "shardline <command> -h" for a command's flags. Each command lives in
 // its own file; this one only dispatches.
@@ -38,6 +39,7 @@ var commands = []command{
 	{"bench", "measure ingest, queries and cold start against the naive design", bench},
 	{"quarantine", "list quarantined records, or replay them under the current rules", quarantine},
 	{"redrive", "re-ingest the Kinesis batches Lambda gave up on, from the on-failure queue", redriveCmd},
+	{"explore", "serve the explorer page for a deployed API, signing its calls with your AWS credentials", explore},
 }
 
 // usage lists the commands.
