@@ -171,6 +171,8 @@
     const signal = ctrl.signal;
     const [from, to] = windowOf(state);
     view = { from, to };
+    document.documentElement.dataset.from = iso(from); // for tests: the window the requests ask for
+    document.documentElement.dataset.to = iso(to);
     $('error').hidden = true;
     renderControls();
     busy(1); // held until the sources are in, so that loading never flickers off between requests
@@ -342,7 +344,8 @@
     $('chart-source').textContent = state.source + ' · ' + nf.format(total) + (total === 1 ? ' event' : ' events');
     if (!series.length) {
       $('chart-empty').hidden = false;
-      mark('chart-render');
+      measure('chart-render');
+      document.documentElement.dataset.chartRendered = String(gen);
       return;
     }
     const xs = series[0].points.map((p) => Date.parse(p.t) / 1000);
@@ -374,18 +377,22 @@
       bands,
       hooks: {
         setSelect: [zoomTo],
-        draw: [() => { if (first) { first = false; afterPaint(() => mark('chart-render')); } }],
+        draw: [() => {
+          if (!first) return;
+          first = false;
+          measure('chart-draw'); // drawn on the canvas
+          afterPaint(() => { measure('chart-render'); document.documentElement.dataset.chartRendered = String(gen); });
+        }],
       },
     });
     plot = new uPlot(opts, [xs].concat(out), el);
   }
 
-  // mark measures name from the data's arrival ("chart:data") to now.
-  function mark(name) {
+  // measure records name: from the data's arrival ("chart:data") to now.
+  function measure(name) {
     performance.clearMarks(name + ':end');
     performance.mark(name + ':end');
     performance.measure(name, 'chart:data', name + ':end');
-    document.documentElement.dataset.chartRendered = String(gen);
   }
 
   // afterPaint calls fn once the frame being prepared has been painted.
