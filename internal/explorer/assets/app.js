@@ -10,6 +10,8 @@
   // interval the API picks for it, so that its rounding changes nothing.
   const PRESETS = { '1h': [HOUR, MIN], '24h': [DAY, MIN], '7d': [7 * DAY, 15 * MIN], '31d': [31 * DAY, HOUR] };
   const MAX_SPAN = 31 * DAY;
+  const INTERVAL_MS = { '1m': MIN, '5m': 5 * MIN, '15m': 15 * MIN, '1h': HOUR, '1d': DAY };
+  const INTERVALS = Object.keys(INTERVAL_MS);
   const PAGE = 100; // events or records per request
   const MAX_ROWS = 2000; // rows a table keeps; past that the page asks for a narrower range
   const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac',
@@ -58,6 +60,7 @@
       source: q.get('source') || '', range, from: null, to: null,
       type: q.get('type') || '', subject: q.get('subject') || '',
       mode: q.get('mode') === 'split' ? 'split' : 'stacked',
+      interval: INTERVALS.includes(q.get('interval')) ? q.get('interval') : '',
       tab: q.get('tab') === 'quarantine' ? 'quarantine' : 'events',
     };
     if (range === 'custom') {
@@ -75,6 +78,7 @@
     if (s.type) q.set('type', s.type);
     if (s.subject) q.set('subject', s.subject);
     if (s.mode !== 'stacked') q.set('mode', s.mode);
+    if (s.interval) q.set('interval', s.interval);
     if (s.tab !== 'events') q.set('tab', s.tab);
     const qs = q.toString();
     return location.pathname + (qs ? '?' + qs : '');
@@ -96,7 +100,8 @@
 
   function windowOf(s) {
     if (s.range === 'custom') return [s.from, s.to];
-    const [span, step] = PRESETS[s.range];
+    const [span, presetStep] = PRESETS[s.range];
+    const step = Math.max(presetStep, INTERVAL_MS[s.interval] || 0); // a whole number of buckets
     const to = Math.ceil(Date.now() / step) * step;
     return [to - span, to];
   }
@@ -230,6 +235,7 @@
     for (const b of document.querySelectorAll('[data-mode]')) {
       b.setAttribute('aria-pressed', String(b.dataset.mode === state.mode));
     }
+    $('interval').value = state.interval;
     $('f-type').value = state.type;
     $('f-subject').value = state.subject;
     selectTab(state.tab, false);
@@ -304,7 +310,7 @@
   // ---------------------------------------------------------------- chart
 
   async function loadCounts(g, signal) {
-    const { body, ms } = await api('counts', { source: state.source, from: iso(view.from), to: iso(view.to), group_by: 'type' }, signal);
+    const { body, ms } = await api('counts', { source: state.source, from: iso(view.from), to: iso(view.to), group_by: 'type', interval: state.interval }, signal);
     if (g !== gen) return;
     performance.clearMarks('chart:data');
     performance.mark('chart:data'); // the data has arrived: the chart's clock starts
@@ -736,6 +742,7 @@
       ev.preventDefault();
       navigate({ type: $('f-type').value.trim(), subject: $('f-subject').value });
     });
+    $('interval').addEventListener('change', () => navigate({ interval: $('interval').value }));
     $('f-clear').addEventListener('click', () => navigate({ type: '', subject: '' }));
     $('events-more').addEventListener('click', () => {
       const g = gen;

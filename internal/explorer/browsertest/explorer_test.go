@@ -313,7 +313,7 @@ func TestLayouts(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := tab(t, c.width, c.height, c.opts...)
-			do(t, ctx, chromedp.Navigate(fx.base+"/?source="+Checkout))
+			do(t, ctx, chromedp.Navigate(fx.base+"/?source="+Checkout+"&interval=15m"))
 			idle(t, ctx, `document.documentElement.dataset.chartRendered && document.querySelectorAll('#events tbody tr').length > 0`)
 			got := eval[map[string][]float64](t, ctx, `(() => {
 				const box = s => (r => [r.left, r.top, r.right, r.bottom, r.width])(document.querySelector(s).getBoundingClientRect());
@@ -329,6 +329,9 @@ func TestLayouts(t *testing.T) {
 				if b[4] <= 0 || b[0] < 0 || b[2] > got["page"][1]+0.5 {
 					t.Errorf("%s is at %v: outside the %v px viewport", k, b, got["page"][1])
 				}
+			}
+			if p := eval[string](t, ctx, `document.getElementById('counts-plan').textContent`); !strings.Contains(p, "per 15m") {
+				t.Errorf("the chart's plan: %q; want it per 15m", p)
 			}
 			if got["font"][0] < 12 {
 				t.Errorf("the events' text is %v px", got["font"][0])
