@@ -117,16 +117,6 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// regionOf is the region of an API Gateway host
-// (ID.execute-api.REGION.amazonaws.com), or "".
-func regionOf(host string) string {
-	parts := strings.Split(host, ".")
-	if len(parts) >= 5 && parts[1] == "execute-api" && parts[3] == "amazonaws" {
-		return parts[2]
-	}
-	return ""
-}
-
 // producer is an HTTP producer of the API, signed as the client is.
 func (c *apiClient) producer() *producer.HTTP {
 	opts := []producer.HTTPOption{producer.WithHTTPClient(&http.Client{Timeout: 60 * time.Second})}

@@ -12,6 +12,7 @@
 //	shardline query   page a source's events out of the API as NDJSON
 //	shardline tail    print a source's newest events, and follow them (-f)
 //	shardline counts  chart a source's event counts in the terminal
+//	shardline explore the explorer page for a deployed API, signed with SigV4
 //
 // Run "shardline <command> -h" for a command's flags. Each command lives in
 // its own file; this one only dispatches.
@@ -46,6 +47,7 @@ var commands = []command{
 	{"query", "page a source's events out of GET /v1/events as NDJSON", queryCmd},
 	{"tail", "print a source's newest events; with -f, follow it as tail -f does", tailCmd},
 	{"counts", "chart a source's event counts (GET /v1/counts) in the terminal", countsCmd},
+	{"explore", "serve the explorer page for a deployed API, signing its calls with your AWS credentials", explore},
 }
 
 // usage lists the commands.
