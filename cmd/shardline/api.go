@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -220,4 +222,34 @@ func timeFlag(v string, now time.Time) string {
 		return now.Add(-d).UTC().Format(time.RFC3339Nano)
 	}
 	return v
+}
+
+// commandFlags is the flag set of command name: its errors go to stderr,
+// and -h prints help and then the flags.
+func commandFlags(name, help string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("shardline "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlagsOnly parses args into fs, whose command takes flags and no
+// arguments.
+func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q; flags go before anything else", strings.TrimPrefix(fs.Name(), "shardline "), fs.Args())
+	}
+	return nil
+}
+
+// interruptible is a context that Ctrl-C or SIGTERM ends, for commands
+// that run until told to stop.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }

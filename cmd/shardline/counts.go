@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -52,9 +48,8 @@ type countsFlags struct {
 }
 
 func newCountsFlags(stderr io.Writer) *countsFlags {
-	f := &countsFlags{fs: flag.NewFlagSet("shardline counts", flag.ContinueOnError)}
+	f := &countsFlags{fs: commandFlags("counts", countsHelp, stderr)}
 	fs := f.fs
-	fs.SetOutput(stderr)
 	f.api.register(fs)
 	fs.StringVar(&f.source, "source", "", "the events' source (required)")
 	fs.StringVar(&f.from, "from", "", "start of the range: RFC 3339, epoch ms, or a duration ago (default: 24h before -to)")
@@ -63,19 +58,12 @@ func newCountsFlags(stderr io.Writer) *countsFlags {
 	fs.StringVar(&f.typ, "type", "", "count only this type")
 	fs.BoolVar(&f.byType, "by-type", true, "a line per type (group_by=type); false: one line for all")
 	fs.IntVar(&f.width, "width", 96, "most bars a line holds; more buckets are summed into fewer bars")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, countsHelp)
-		fs.PrintDefaults()
-	}
 	return f
 }
 
 func (f *countsFlags) parse(args []string) error {
-	if err := f.fs.Parse(args); err != nil {
+	if err := parseFlagsOnly(f.fs, args); err != nil {
 		return err
-	}
-	if f.fs.NArg() > 0 {
-		return fmt.Errorf("counts takes no arguments, got %q; flags go before anything else", f.fs.Args())
 	}
 	if f.source == "" {
 		return errors.New("-source is required: the source whose events to count")
@@ -92,7 +80,7 @@ func countsCmd(args []string, stdout, stderr io.Writer) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	c, err := f.api.client(ctx)
 	if err != nil {

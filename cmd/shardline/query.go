@@ -8,10 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -48,9 +45,8 @@ type queryFlags struct {
 }
 
 func newQueryFlags(stderr io.Writer) *queryFlags {
-	f := &queryFlags{fs: flag.NewFlagSet("shardline query", flag.ContinueOnError)}
+	f := &queryFlags{fs: commandFlags("query", queryHelp, stderr)}
 	fs := f.fs
-	fs.SetOutput(stderr)
 	f.api.register(fs)
 	fs.StringVar(&f.source, "source", "", "the events' source (required)")
 	fs.StringVar(&f.from, "from", "", "start of the range, inclusive: RFC 3339, epoch ms, or a duration ago (default: 1h before -to)")
@@ -63,19 +59,12 @@ func newQueryFlags(stderr io.Writer) *queryFlags {
 	fs.IntVar(&f.max, "max", 0, "stop after this many events (0: all of the range)")
 	fs.StringVar(&f.cursor, "cursor", "", "go on from this next_cursor (the same source, range, order and filters)")
 	fs.BoolVar(&f.plan, "plan", false, "print each page's plan (path, requests, read capacity) to stderr")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, queryHelp)
-		fs.PrintDefaults()
-	}
 	return f
 }
 
 func (f *queryFlags) parse(args []string) error {
-	if err := f.fs.Parse(args); err != nil {
+	if err := parseFlagsOnly(f.fs, args); err != nil {
 		return err
-	}
-	if f.fs.NArg() > 0 {
-		return fmt.Errorf("query takes no arguments, got %q; flags go before anything else", f.fs.Args())
 	}
 	if f.source == "" {
 		return fmt.Errorf("-source is required: the source whose events to read (shardline sources are listed by GET /v1/sources)")
@@ -99,7 +88,7 @@ func queryCmd(args []string, stdout, stderr io.Writer) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	c, err := f.api.client(ctx)
 	if err != nil {

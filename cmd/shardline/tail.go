@@ -9,11 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -57,9 +54,8 @@ type tailFlags struct {
 }
 
 func newTailFlags(stderr io.Writer) *tailFlags {
-	f := &tailFlags{fs: flag.NewFlagSet("shardline tail", flag.ContinueOnError)}
+	f := &tailFlags{fs: commandFlags("tail", tailHelp, stderr)}
 	fs := f.fs
-	fs.SetOutput(stderr)
 	f.api.register(fs)
 	fs.StringVar(&f.source, "source", "", "the events' source (required)")
 	fs.StringVar(&f.typ, "type", "", "only events of this type")
@@ -70,19 +66,12 @@ func newTailFlags(stderr io.Writer) *tailFlags {
 	fs.DurationVar(&f.interval, "interval", 2*time.Second, "pause between polls with -f")
 	fs.DurationVar(&f.late, "late", time.Minute, "with -f, how long after its time an event may be stored and still be printed")
 	fs.BoolVar(&f.consistent, "consistent", false, "strongly consistent reads of the base table")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, tailHelp)
-		fs.PrintDefaults()
-	}
 	return f
 }
 
 func (f *tailFlags) parse(args []string) error {
-	if err := f.fs.Parse(args); err != nil {
+	if err := parseFlagsOnly(f.fs, args); err != nil {
 		return err
-	}
-	if f.fs.NArg() > 0 {
-		return fmt.Errorf("tail takes no arguments, got %q; flags go before anything else", f.fs.Args())
 	}
 	if f.source == "" {
 		return errors.New("-source is required: the source whose events to print")
@@ -105,7 +94,7 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	c, err := f.api.client(ctx)
 	if err != nil {
