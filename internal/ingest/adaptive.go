@@ -10,6 +10,7 @@ import (
 	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
@@ -52,7 +53,7 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, throttled 
 		if !ok {
 			continue
 		}
-		h.policy.Observe(src, now, adapt.Of(sched.At(now)), *s)
+		h.policy.Observe(src, now, adapt.Of(shardmap.InEffect(sched, dayStart(now), now, now)), *s)
 	}
 	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {
 		h.forgot.Store(sec)
@@ -87,7 +88,7 @@ func (h *Handler) raise(ctx context.Context, units []unit) {
 		if !ok {
 			continue
 		}
-		cur, last := adapt.Of(sched.At(now)), adapt.Of(sched.Last())
+		cur, last := adapt.Of(shardmap.InEffect(sched, dayStart(now), now, now)), adapt.Of(sched.Last())
 		d, ok := h.policy.Decide(e.Source, now, cur, last)
 		if !ok {
 			continue

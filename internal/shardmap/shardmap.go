@@ -42,6 +42,40 @@ const CacheFor = time.Minute
 // Lead is how far after now a new step starts.
 const Lead = cloudevent.MaxFuture + 2*CacheFor
 
+// gsiSooner is how much sooner than its base-table counts a step's GSI
+// count applies: a step's GSI count applies CacheFor after the step was
+// recorded instead of Lead after (see InEffect).
+const gsiSooner = Lead - CacheFor
+
+// InEffect is the step a writer places an event of time t, on the day that
+// begins at day, by at now: the base-table count in effect at the event's
+// own time, and the GSI count of the last step whose GSI count applies by
+// now.
+//
+// The base-table count must follow the event's time: it names the item, and
+// a retry must land on the same item. The GSI count need not: an item has
+// one GSI entry whatever its GSI key, so writing an event again under a
+// larger GSI count moves its entry and cannot duplicate it. What the GSI
+// count must respect is the readers' cache: a reader trusts a schedule it
+// read for CacheFor and queries every GSI shard below the largest count it
+// names, so a new count may be used only once no reader can still hold a
+// schedule without it. A step is recorded before its From minus Lead, so
+// from From minus (Lead - CacheFor) on, every schedule a reader trusts
+// names it. A source's GSI keys thus spread five minutes sooner than its
+// table keys, which matters when a backlog of events stamped before the
+// step is still being written.
+func InEffect(sched bucketing.Schedule, day, t, now time.Time) bucketing.Step {
+	step := sched.At(t)
+	step.GSIShards = sched[0].GSIShards
+	for _, st := range sched[1:] {
+		if day.Add(time.Duration(st.From)*time.Minute - gsiSooner).After(now) {
+			break
+		}
+		step.GSIShards = max(step.GSIShards, st.GSIShards)
+	}
+	return step
+}
+
 // metaSK is the sort key of every shard-count record.
 const metaSK = "shards"
 
@@ -288,9 +322,10 @@ func (r *Registry) remember(key string, rec record, now time.Time) {
 
 // Cached is the schedule of stream on day as a reader that tolerates
 // eventual consistency needs it: a record read within CacheFor is reused
-// (the writers' cache, if this registry also writes). That is safe because a
-// raise takes effect Lead after it is recorded, later than any event can be
-// written before a cached copy expires. An absent record is not cached: it
+// (the writers' cache, if this registry also writes). That is safe because
+// no writer uses a raised count until more than CacheFor after the raise
+// is recorded (Lead for the table, see InEffect for the GSI), when every
+// copy cached before the raise has expired. An absent record is not cached: it
 // may appear any moment. read says whether DynamoDB was asked.
 func (r *Registry) Cached(ctx context.Context, s bucketing.Stream, day string) (sched bucketing.Schedule, read bool, err error) {
 	key := s.MetaPK(day)

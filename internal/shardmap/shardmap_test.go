@@ -317,3 +317,43 @@ func equal(a, b bucketing.Schedule) bool {
 	}
 	return true
 }
+
+func TestGSICountsApplyACacheAfterTheRaise(t *testing.T) {
+	day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	at := func(h, m int) time.Time { return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
+	sched := bucketing.Schedule{{From: 0, Shards: 4, GSIShards: 1}, {From: 8 * 60, Shards: 16, GSIShards: 16}}
+	for _, c := range []struct {
+		name      string
+		t, now    time.Time
+		shards, g int
+	}{
+		{"before the GSI count applies", at(7, 59), at(7, 53), 4, 1},
+		{"a backlog event once it applies", at(7, 59), at(7, 54), 4, 16},
+		{"a future event before it applies", at(8, 0), at(7, 50), 16, 1},
+		{"after both apply", at(8, 30), at(8, 30), 16, 16},
+		{"a late event on the next day", at(7, 0), at(24+3, 0), 4, 16},
+	} {
+		got := InEffect(sched, day, c.t, c.now)
+		if got.Shards != c.shards || got.GSIShards != c.g {
+			t.Errorf("%s: event at %s written at %s: %d/%d shards, want %d/%d",
+				c.name, c.t.Format("15:04"), c.now.Format("01-02 15:04"), got.Shards, got.GSIShards, c.shards, c.g)
+		}
+	}
+
+	// Whenever a raise is recorded, no writer uses its GSI count while a
+	// reader may still trust a schedule read before it (CacheFor), and every
+	// writer uses it within two minutes.
+	base := bucketing.Schedule{{From: 0, Shards: 4, GSIShards: 1}}
+	for w := at(10, 0); w.Before(at(11, 0)); w = w.Add(time.Second) {
+		s := extend(base, "2026-11-22", 8, 8, w)
+		if len(s) != 2 {
+			t.Fatalf("raise at %s: %+v", w.Format(time.TimeOnly), s)
+		}
+		if g := InEffect(s, day, w, w.Add(CacheFor)).GSIShards; g != 1 {
+			t.Fatalf("raise at %s: GSI count %d a cache's life later, want the old 1", w.Format(time.TimeOnly), g)
+		}
+		if g := InEffect(s, day, w, w.Add(2*time.Minute)).GSIShards; g != 8 {
+			t.Fatalf("raise at %s: GSI count %d two minutes later, want 8", w.Format(time.TimeOnly), g)
+		}
+	}
+}
