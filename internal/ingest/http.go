@@ -94,7 +94,7 @@ func (h *Handler) api(ctx context.Context, r apigw.Request) apigw.Response {
 	// however long the function may run: stop writing before then.
 	ctx, cancel := deadline.Within(ctx, deadline.APILeft(h.apiBudget, req.now.Sub(req.received)))
 	defer cancel()
-	outcomes, st := h.store(ctx, p.units)
+	outcomes, st := h.store(ctx, p.units, false)
 	return h.answer(ctx, p, outcomes, st, start)
 }
 

@@ -35,7 +35,7 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()
 	units := h.kinesisUnits(ev.Records, h.now())
-	outcomes, st := h.store(ctx, units)
+	outcomes, st := h.store(ctx, units, true)
 	failedRec := make([]bool, len(ev.Records))
 	var accepted, rejected, failed int
 	for n, u := range units {

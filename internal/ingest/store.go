@@ -49,8 +49,11 @@ type storeStats struct {
 
 // store writes units: events under their keys, rejected records in the
 // quarantine. An event that DynamoDB itself refuses is quarantined with the
-// reason. It returns an outcome per unit.
-func (h *Handler) store(ctx context.Context, units []unit) ([]outcome, storeStats) {
+// reason. It returns an outcome per unit. inOrder says that units are in
+// the order of a Kinesis shard, where a failure makes Lambda deliver every
+// later record again: retries then go to the earliest units first
+// (writer.WriteInOrder).
+func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outcome, storeStats) {
 	out := make([]outcome, len(units))
 	var st storeStats
 	todo := make([]int, len(units))
@@ -63,7 +66,11 @@ func (h *Handler) store(ctx context.Context, units []unit) ([]outcome, storeStat
 		if err != nil && st.firstErr == nil {
 			st.firstErr = err
 		}
-		res := h.writer.Write(ctx, items)
+		write := h.writer.Write
+		if inOrder {
+			write = h.writer.WriteInOrder
+		}
+		res := write(ctx, items)
 		if pass == 0 {
 			h.observe(units, idx, items, res.Throttled)
 		}

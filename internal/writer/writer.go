@@ -6,8 +6,10 @@ package writer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,6 +83,8 @@ type Result struct {
 	Requests  int     // BatchWriteItem calls made
 	Retried   int     // items sent again after being unprocessed or throttled
 	WCU       float64 // write capacity consumed, as DynamoDB reported it
+
+	owner []int // the index whose write stands for each item's key
 }
 
 // Count is how many items have status s.
@@ -99,10 +103,72 @@ func (r Result) Count(s Status) int {
 // carries two items with the same key, which DynamoDB would refuse. Write
 // stops retrying when ctx is done or when the next back-off would outlast
 // its deadline, and reports what it did not finish as Failed.
+//
+// Each request retries its own unprocessed items, all at once: the right
+// order when every item matters alike, as in an API request.
 func (w *Writer) Write(ctx context.Context, items []item.Item) Result {
-	res := Result{Status: make([]Status, len(items)), Err: make([]error, len(items)), Throttled: make([]bool, len(items))}
+	res, _ := w.write(ctx, items, true)
+	return res
+}
+
+// WriteInOrder is Write for items whose order matters to the caller: a
+// batch of a Kinesis shard, where a failed record makes Lambda deliver it
+// and every record after it again. Every item is sent once as Write sends
+// it; what is left unprocessed is then retried lowest index first, one
+// request at a time, so that write capacity goes to the records that hold
+// the shard back. Retrying the others together would spend a throttled
+// key's capacity on records that will be delivered again anyway, and a
+// backlog would then drain at a fraction of what its keys take.
+func (w *Writer) WriteInOrder(ctx context.Context, items []item.Item) Result {
+	res, left := w.write(ctx, items, false)
+	// An item written for several (the last of its key) goes where the
+	// first of them is: that is the record that waits for it.
+	first := make([]int, len(items))
+	for i := len(items) - 1; i >= 0; i-- {
+		first[res.owner[i]] = i
+	}
+	slices.SortFunc(left, func(a, b int) int { return first[a] - first[b] })
+	for attempt := 0; len(left) > 0; {
+		n := min(BatchSize, len(left))
+		st := w.batch(ctx, items, left[:n], false)
+		res.Requests += st.requests
+		res.WCU += st.wcu
+		var rest []int
+		for k, i := range left[:n] {
+			res.Status[i], res.Err[i] = st.status[k], st.err[k]
+			res.Throttled[i] = res.Throttled[i] || st.throttled[k]
+		}
+		for _, k := range st.left {
+			rest = append(rest, left[k])
+		}
+		res.Retried += n
+		if len(rest) < n {
+			attempt = 0 // progress: back off from the start again
+		} else {
+			attempt++
+		}
+		left = append(rest, left[n:]...)
+		if len(rest) == 0 {
+			continue
+		}
+		if err := w.backOff(ctx, attempt); err != nil {
+			for _, i := range left {
+				res.Status[i], res.Err[i] = Failed, fmt.Errorf("%w: %w", err, st.leftErr)
+			}
+			break
+		}
+	}
+	res.share()
+	return res
+}
+
+// write sends every item. With retry, each request retries its unprocessed
+// items until it is done; without, it makes one attempt and left holds the
+// indexes of items worth retrying, marked Failed for now.
+func (w *Writer) write(ctx context.Context, items []item.Item, retry bool) (res Result, left []int) {
+	res = Result{Status: make([]Status, len(items)), Err: make([]error, len(items)), Throttled: make([]bool, len(items))}
 	if len(items) == 0 {
-		return res
+		return res, nil
 	}
 	// Deduplicate: owner[i] is the index whose write stands for item i,
 	// the last item with its key, as in a sequence of puts.
@@ -110,11 +176,11 @@ func (w *Writer) Write(ctx context.Context, items []item.Item) Result {
 	for i, it := range items {
 		last[it.Key()] = i
 	}
-	owner := make([]int, len(items))
+	res.owner = make([]int, len(items))
 	unique := make([]int, 0, len(last))
 	for i, it := range items {
-		owner[i] = last[it.Key()]
-		if owner[i] == i {
+		res.owner[i] = last[it.Key()]
+		if res.owner[i] == i {
 			unique = append(unique, i)
 		}
 	}
@@ -131,10 +197,13 @@ func (w *Writer) Write(ctx context.Context, items []item.Item) Result {
 		go func() {
 			defer wg.Done()
 			for job := range jobs {
-				st := w.batch(ctx, items, job)
+				st := w.batch(ctx, items, job, retry)
 				mu.Lock()
 				for k, i := range job {
 					res.Status[i], res.Err[i], res.Throttled[i] = st.status[k], st.err[k], st.throttled[k]
+				}
+				for _, k := range st.left {
+					left = append(left, job[k])
 				}
 				res.Requests += st.requests
 				res.Retried += st.retried
@@ -148,10 +217,17 @@ func (w *Writer) Write(ctx context.Context, items []item.Item) Result {
 	}
 	close(jobs)
 	wg.Wait()
-	for i, j := range owner {
-		res.Status[i], res.Err[i], res.Throttled[i] = res.Status[j], res.Err[j], res.Throttled[j]
+	if retry {
+		res.share()
 	}
-	return res
+	return res, left
+}
+
+// share gives every item the verdict of the item written for its key.
+func (r *Result) share() {
+	for i, j := range r.owner {
+		r.Status[i], r.Err[i], r.Throttled[i] = r.Status[j], r.Err[j], r.Throttled[j]
+	}
 }
 
 type batchResult struct {
@@ -161,11 +237,14 @@ type batchResult struct {
 	requests  int
 	retried   int
 	wcu       float64
+	left      []int // without retry: the positions worth retrying
+	leftErr   error // and why they were not stored
 }
 
 // batch writes the items at indexes idx (at most BatchSize, distinct keys)
-// until all are stored, one proves invalid, or time runs out.
-func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchResult {
+// until all are stored, one proves invalid, or time runs out. Without
+// retry it makes one attempt and reports in left what a retry could store.
+func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int, retry bool) batchResult {
 	r := batchResult{status: make([]Status, len(idx)), err: make([]error, len(idx)), throttled: make([]bool, len(idx))}
 	pos := make(map[[2]string]int, len(idx)) // key -> position in idx
 	pending := make([]int, len(idx))         // positions not yet stored
@@ -220,7 +299,7 @@ func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchR
 				return r
 			}
 			for _, k := range pending {
-				one := w.batch(ctx, items, []int{idx[k]})
+				one := w.batch(ctx, items, []int{idx[k]}, true)
 				r.status[k], r.err[k] = one.status[0], one.err[0]
 				r.throttled[k] = r.throttled[k] || one.throttled[0]
 				r.requests += one.requests
@@ -245,22 +324,38 @@ func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchR
 				}
 			}
 		}
-		// Back off: full jitter over a ceiling that doubles each attempt.
-		ceiling := w.base() << min(attempt, 20)
-		ceiling = min(ceiling, w.max())
-		d := rand.N(ceiling) + time.Millisecond
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
-			return r.fail(left, fmt.Errorf("deadline reached after %d attempts: %w", attempt+1, err))
+		if !retry {
+			r.left, r.leftErr = left, err
+			return r.fail(left, err)
 		}
-		select {
-		case <-ctx.Done():
-			return r.fail(left, fmt.Errorf("%w after %d attempts: %w", ctx.Err(), attempt+1, err))
-		case <-time.After(d):
+		if berr := w.backOff(ctx, attempt); berr != nil {
+			return r.fail(left, fmt.Errorf("%w after %d attempts: %w", berr, attempt+1, err))
 		}
 		r.retried += len(left)
 		pending = left
 	}
 }
+
+// backOff waits before retry attempt+1: full jitter over a ceiling that
+// doubles each attempt. It returns an error instead when ctx ends first or
+// its deadline would pass while waiting.
+func (w *Writer) backOff(ctx context.Context, attempt int) error {
+	ceiling := w.base() << min(attempt, 20)
+	ceiling = min(ceiling, w.max())
+	d := rand.N(ceiling) + time.Millisecond
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return errDeadline
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// errDeadline: the next back-off would outlast the context's deadline.
+var errDeadline = errors.New("deadline reached")
 
 func (r batchResult) fail(ks []int, err error) batchResult {
 	for _, k := range ks {

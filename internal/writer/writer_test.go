@@ -3,13 +3,16 @@ package writer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/testdb"
@@ -93,5 +96,60 @@ func TestMissingTableFailsEveryItem(t *testing.T) {
 	res := w.Write(context.Background(), []item.Item{mk("p", "a", "x"), mk("p", "b", "y")})
 	if res.Count(Failed) != 2 || !strings.Contains(res.Err[0].Error(), "no-such-table") {
 		t.Fatalf("statuses %v, err %v", res.Status, res.Err[0])
+	}
+}
+
+// TestWriteInOrderRetriesTheHeadFirst: behind one throttled key, the items
+// a caller counts in order (a Kinesis shard's records) are stored from the
+// first on, so the shard moves on; retrying every request at once spreads
+// the key's capacity over the whole batch. The partition model in the fault
+// proxy throttles the key as DynamoDB would.
+func TestWriteInOrderRetriesTheHeadFirst(t *testing.T) {
+	endpoint := testdb.Endpoint(t)
+	prefix := map[string]int{}
+	for _, how := range []string{"in order", "all at once"} {
+		table := testdb.Table(t)
+		proxy, err := faultproxy.New(endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(proxy.Close)
+		proxy.SetRule((&faultproxy.Partitions{WCU: 40, Keys: []string{schema.PK}}).Rule())
+		c := testdb.Client(t, proxy.URL)
+		w := &Writer{Client: c, Table: table, Concurrency: 8}
+		var items []item.Item
+		for i := range 400 {
+			items = append(items, mk("hot", fmt.Sprintf("k%03d", i), "v"))
+		}
+		items = append(items, mk("hot", "k000", "v")) // the same key as the first: one verdict
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+		write := w.Write
+		if how == "in order" {
+			write = w.WriteInOrder
+		}
+		res := write(ctx, items)
+		cancel()
+		if res.Status[0] != res.Status[400] {
+			t.Errorf("%s: items of one key have verdicts %v and %v", how, res.Status[0], res.Status[400])
+		}
+		for i, st := range res.Status[:400] {
+			stored := get(t, testdb.Client(t, endpoint), table, "hot", fmt.Sprintf("k%03d", i)) != nil
+			if (st == Stored) != stored {
+				t.Fatalf("%s: item %d reported %v, in the table: %v", how, i, st, stored)
+			}
+			if st != Stored && res.Err[i] == nil {
+				t.Fatalf("%s: item %d %v without a reason", how, i, st)
+			}
+		}
+		if res.Count(Stored) == len(items) {
+			t.Fatalf("%s: all stored: the model did not throttle", how)
+		}
+		prefix[how] = slices.Index(res.Status, Failed)
+		t.Logf("%s: %d of 400 stored, the first %d of them in a row, %d requests", how, res.Count(Stored), prefix[how], res.Requests)
+	}
+	// 40 WCU/s for about 4 s: the head of the batch gets most of it, even
+	// on a machine too busy to retry for more than a second.
+	if prefix["in order"] < 25 {
+		t.Errorf("in order, the first %d items were stored in a row, want at least 25 (all at once: %d)", prefix["in order"], prefix["all at once"])
 	}
 }
