@@ -16,44 +16,59 @@ import (
 
 // observe feeds the policy what a write showed of each source writing
 // today (adaptive sharding, internal/adapt). items[n] is the item of
-// units[idx[n]]; throttled[n] says whether DynamoDB throttled it. Events of
-// other days count for nothing: a day's counts only change while the day
-// lasts, and a late event is not today's heat.
+// units[idx[n]]; throttled[n] says whether DynamoDB throttled it.
+//
+// Only items placed under the counts in effect now count: they are what
+// those counts carry. An event of another day is not today's heat, and an
+// event stamped before the last raise took effect (a backlog built while
+// the source was throttled) stays on the old keys whatever is raised next:
+// its throttling must not ask for more shards, or a long backlog would
+// push every count it meets to the maximum.
 func (h *Handler) observe(units []unit, idx []int, items []item.Item, throttled []bool) {
 	if h.policy == nil || len(items) == 0 {
 		return
 	}
 	now := h.now()
-	today := dayNumber(now)
-	samples := map[string]*adapt.Sample{}
+	today, start := dayNumber(now), dayStart(now)
+	day := now.UTC().Format(bucketing.DayLayout)
+	type seen struct {
+		cur    adapt.Counts
+		sched  bucketing.Schedule
+		sample adapt.Sample
+	}
+	sources := map[string]*seen{}
 	for n, u := range idx {
 		e := units[u].event
 		if e == nil || dayNumber(e.Time) != today {
 			continue
 		}
-		s := samples[e.Source]
+		s := sources[e.Source]
 		if s == nil {
-			s = &adapt.Sample{}
-			samples[e.Source] = s
+			// The batch's items were built from this schedule a moment
+			// ago: the registry answers from its cache.
+			sched, ok := h.registry.Known(bucketing.Stream{Space: bucketing.Events, Source: e.Source}, day)
+			if !ok {
+				continue
+			}
+			s = &seen{cur: adapt.Of(shardmap.InEffect(sched, start, now, now)), sched: sched}
+			sources[e.Source] = s
 		}
-		s.Items++
+		if adapt.Of(shardmap.InEffect(s.sched, start, e.Time, now)) != s.cur {
+			continue
+		}
+		s.sample.Items++
 		if throttled[n] {
-			s.Throttled++
+			s.sample.Throttled++
 			continue
 		}
 		w := float64(itemWCU(items[n]))
-		s.WCU += w
-		s.GSIWCU += w
+		s.sample.WCU += w
+		s.sample.GSIWCU += w
 	}
-	day := now.UTC().Format(bucketing.DayLayout)
-	for src, s := range samples {
-		// The batch's items were built from this schedule a moment ago:
-		// the registry answers from its cache.
-		sched, ok := h.registry.Known(bucketing.Stream{Space: bucketing.Events, Source: src}, day)
-		if !ok {
-			continue
+	for src, s := range sources {
+		if s.sample.Items > 0 {
+			h.policy.Observe(src, now, s.cur, s.sample)
 		}
-		h.policy.Observe(src, now, adapt.Of(shardmap.InEffect(sched, dayStart(now), now, now)), *s)
 	}
 	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {
 		h.forgot.Store(sec)

@@ -61,7 +61,7 @@ const gsiSooner = Lead - CacheFor
 // names, so a new count may be used only once no reader can still hold a
 // schedule without it. A step is recorded before its From minus Lead, so
 // from From minus (Lead - CacheFor) on, every schedule a reader trusts
-// names it. A source's GSI keys thus spread five minutes sooner than its
+// names it. A source's GSI keys thus spread six minutes sooner than its
 // table keys, which matters when a backlog of events stamped before the
 // step is still being written.
 func InEffect(sched bucketing.Schedule, day, t, now time.Time) bucketing.Step {
