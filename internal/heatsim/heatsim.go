@@ -34,6 +34,11 @@ type Design struct {
 	// Reads is the number of queries "the newest 100 events of the last 24
 	// hours" costs for a source writing perHour events an hour.
 	Reads func(perHour float64) int
+	// Adapt, when set, makes the design shardline's with counts that rise
+	// over the run (adaptive write sharding); Keys and Reads are then not
+	// used: the keys follow the counts in effect, and a page queries every
+	// GSI shard up to the day's largest count.
+	Adapt *Adaptive
 }
 
 func numbered(prefix string, n int) []string {
@@ -48,39 +53,48 @@ func numbered(prefix string, n int) []string {
 // the given shard counts (the articles' suffixes use articleShards).
 func Designs(articleShards, shards, gsiShards int) []Design {
 	day := func(t time.Time) string { return t.UTC().Format(bucketing.DayLayout) }
-	hour := func(t time.Time) string { return t.UTC().Format(bucketing.HourLayout) }
-	// The GSI walks hour buckets until 100 events are found, each bucket
-	// costing one query per GSI shard.
-	gsiReads := func(g int) func(float64) int {
-		return func(perHour float64) int { return g * int(math.Min(24, math.Ceil(100/math.Max(perHour, 1e-9)))) }
-	}
 	shardline := func(g int) func(string, time.Time) ([]string, []string) {
-		return func(s string, t time.Time) ([]string, []string) {
-			base := make([]string, shards)
-			for i := range base {
-				base[i] = bucketing.Stream{Space: bucketing.Events, Source: s}.PK(day(t), i)
-			}
-			gsi := make([]string, g)
-			for i := range gsi {
-				gsi[i] = bucketing.GSIPK(s, hour(t), i)
-			}
-			return base, gsi
-		}
+		return func(s string, t time.Time) ([]string, []string) { return shardlineKeys(s, t, shards, g) }
 	}
+	fixed := func(n int) func(float64) int { return func(float64) int { return n } }
+	gsiFixed := func(g int) func(float64) int { return func(perHour float64) int { return gsiReads(perHour, g) } }
 	return []Design{
-		{"single key (EVENTS)", func(string, time.Time) ([]string, []string) { return []string{"EVENTS"}, nil },
-			func(float64) int { return 1 }},
-		{"daily bucket (EVENTS#day)", func(_ string, t time.Time) ([]string, []string) { return []string{"EVENTS#" + day(t)}, nil },
-			func(float64) int { return 1 }},
-		{fmt.Sprintf("random suffix, %d shards", articleShards), func(_ string, t time.Time) ([]string, []string) {
+		{Name: "single key (EVENTS)", Keys: func(string, time.Time) ([]string, []string) { return []string{"EVENTS"}, nil },
+			Reads: fixed(1)},
+		{Name: "daily bucket (EVENTS#day)", Keys: func(_ string, t time.Time) ([]string, []string) { return []string{"EVENTS#" + day(t)}, nil },
+			Reads: fixed(1)},
+		{Name: fmt.Sprintf("random suffix, %d shards", articleShards), Keys: func(_ string, t time.Time) ([]string, []string) {
 			return numbered("EVENTS#"+day(t)+"#r", articleShards), nil
-		}, func(float64) int { return articleShards }},
-		{fmt.Sprintf("calculated suffix, %d shards", articleShards), func(_ string, t time.Time) ([]string, []string) {
+		}, Reads: fixed(articleShards)},
+		{Name: fmt.Sprintf("calculated suffix, %d shards", articleShards), Keys: func(_ string, t time.Time) ([]string, []string) {
 			return numbered("EVENTS#"+day(t)+"#c", articleShards), nil
-		}, func(float64) int { return articleShards }},
-		{fmt.Sprintf("shardline, %d shards, 1 GSI shard", shards), shardline(1), gsiReads(1)},
-		{fmt.Sprintf("shardline, %d shards, %d GSI shards", shards, gsiShards), shardline(gsiShards), gsiReads(gsiShards)},
+		}, Reads: fixed(articleShards)},
+		{Name: fmt.Sprintf("shardline, %d shards, 1 GSI shard", shards), Keys: shardline(1), Reads: gsiFixed(1)},
+		{Name: fmt.Sprintf("shardline, %d shards, %d GSI shards", shards, gsiShards), Keys: shardline(gsiShards), Reads: gsiFixed(gsiShards)},
 	}
+}
+
+// shardlineKeys are shardline's partition keys for source's events at t
+// under n base-table shards and g GSI shards: (source, UTC day, shard) and
+// (source, UTC hour, GSI shard).
+func shardlineKeys(source string, t time.Time, n, g int) (base, gsi []string) {
+	day, hour := t.UTC().Format(bucketing.DayLayout), t.UTC().Format(bucketing.HourLayout)
+	base = make([]string, n)
+	for i := range base {
+		base[i] = bucketing.Stream{Space: bucketing.Events, Source: source}.PK(day, i)
+	}
+	gsi = make([]string, g)
+	for i := range gsi {
+		gsi[i] = bucketing.GSIPK(source, hour, i)
+	}
+	return base, gsi
+}
+
+// gsiReads is what "the newest 100 events of the last 24 hours" costs on
+// shardline's GSI with g shards: the reader walks hour buckets, newest
+// first, until 100 events are found, each bucket one query per GSI shard.
+func gsiReads(perHour float64, g int) int {
+	return g * int(math.Min(24, math.Ceil(100/math.Max(perHour, 1e-9))))
 }
 
 // Source is one producer of the workload.
@@ -103,6 +117,10 @@ type Workload struct {
 	// at BurstAt.
 	BurstAt, BurstLength time.Duration
 	BurstFactor          float64
+	// Profile, if set, multiplies every rate by Profile(elapsed) as well:
+	// a ramp (RampWorkload). The sources' rates are then their peaks, at
+	// a profile of 1; the table is warm for them all the same.
+	Profile func(elapsed time.Duration) float64
 }
 
 // Zipf spreads total events a second over n sources with exponent s: the
@@ -238,6 +256,34 @@ type Result struct {
 	GSIThrottledPct float64 `json:"gsi_backpressure_throttled_pct"`
 	HottestGSILoad  float64 `json:"hottest_gsi_partition_load"`
 	ReadRequests    int     `json:"read_requests_newest100_24h"`
+	// Raises are the steps an adaptive design recorded, in order.
+	Raises []Raise `json:"raises,omitempty"`
+	// Unrecorded counts the raises an adaptive design's writers asked for
+	// that the shard record could not take, because a step already starts
+	// in the same minute (they ask again the next second).
+	Unrecorded int `json:"unrecorded_raises,omitempty"`
+
+	start time.Time
+	secs  []second // every simulated second, in order
+}
+
+// second is the write units one simulated second attempted and throttled.
+type second struct{ attempted, throttled float64 }
+
+// ThrottledPctFrom is the share of writes throttled from t to the end of
+// the run, in percent (0 when nothing was attempted then).
+func (r Result) ThrottledPctFrom(t time.Time) float64 {
+	var a, th float64
+	for i, s := range r.secs {
+		if !r.start.Add(time.Duration(i) * time.Second).Before(t) {
+			a += s.attempted
+			th += s.throttled
+		}
+	}
+	if a == 0 {
+		return 0
+	}
+	return 100 * th / a
 }
 
 // Run simulates the workload under each design. The table and its GSI
@@ -247,16 +293,25 @@ type Result struct {
 func Run(w Workload, designs []Design, isolateAfter time.Duration) []Result {
 	wcu := math.Max(1, math.Ceil(w.ItemKB))
 	var base, busiest float64
+	busiestName := ""
 	for _, s := range w.Sources {
 		base += s.Rate
-		busiest = math.Max(busiest, s.Rate)
+		if s.Rate > busiest {
+			busiest, busiestName = s.Rate, s.Name
+		}
 	}
 	var out []Result
 	for _, d := range designs {
 		table := newTable(base*wcu, w.StoredGB, isolateAfter)
 		gsi := newTable(base*wcu, w.StoredGB, isolateAfter)
 		var attempted, throttled, gsiThrottled float64
-		r := Result{Design: d.Name, ReadRequests: d.Reads(busiest * 3600)}
+		r := Result{Design: d.Name, start: w.Start}
+		var ad *adaptive
+		if d.Adapt != nil {
+			ad = newAdaptive(*d.Adapt)
+		} else {
+			r.ReadRequests = d.Reads(busiest * 3600)
+		}
 		type spread struct {
 			rate      float64
 			base, gsi []string
@@ -267,11 +322,20 @@ func Run(w Workload, designs []Design, isolateAfter time.Duration) []Result {
 			if w.BurstFactor > 0 && sec >= w.BurstAt && sec < w.BurstAt+w.BurstLength {
 				factor = w.BurstFactor
 			}
+			if w.Profile != nil {
+				factor *= w.Profile(sec)
+			}
 			demand := map[string]float64{}
 			var spreads []spread
 			for _, s := range w.Sources {
 				rate := s.Rate * factor * wcu
-				b, g := d.Keys(s.Name, t)
+				var b, g []string
+				if ad != nil {
+					c := ad.counts(s.Name, t)
+					b, g = shardlineKeys(s.Name, t, c.Shards, c.GSIShards)
+				} else {
+					b, g = d.Keys(s.Name, t)
+				}
 				for _, k := range b {
 					demand[k] += rate / float64(len(b))
 				}
@@ -296,6 +360,7 @@ func Run(w Workload, designs []Design, isolateAfter time.Duration) []Result {
 			}
 			gth, ghot := gsi.step(t, gdemand)
 			r.HottestGSILoad = math.Max(r.HottestGSILoad, ghot)
+			var this second
 			for i, sp := range spreads {
 				var gt float64
 				for _, k := range sp.gsi {
@@ -303,13 +368,24 @@ func Run(w Workload, designs []Design, isolateAfter time.Duration) []Result {
 				}
 				// A write the GSI cannot take is refused on the table too
 				// (back-pressure).
-				attempted += sp.rate
-				throttled += sp.rate * (1 - passed[i]*(1-gt))
+				share := 1 - passed[i]*(1-gt)
+				this.attempted += sp.rate
+				this.throttled += sp.rate * share
 				gsiThrottled += sp.rate * passed[i] * gt
+				if ad != nil {
+					ad.observe(w.Sources[i].Name, t, sp.rate/wcu, wcu, share)
+				}
 			}
+			attempted += this.attempted
+			throttled += this.throttled
+			r.secs = append(r.secs, this)
 		}
 		r.ThrottledPct = 100 * throttled / attempted
 		r.GSIThrottledPct = 100 * gsiThrottled / attempted
+		if ad != nil {
+			r.Raises, r.Unrecorded = ad.raises, ad.unrecorded
+			r.ReadRequests = gsiReads(busiest*3600, ad.maxGSIShards(busiestName))
+		}
 		out = append(out, r)
 	}
 	return out
