@@ -3,6 +3,11 @@
 // run hot, how many writes are throttled on the table and, through GSI
 // back-pressure, by the index, and what a dashboard read costs. The model
 // and its sources are in docs/heatsim.md.
+//
+// Besides designs with fixed counts it runs shardline with adaptive write
+// sharding (AdaptiveDesign): internal/adapt's policy raises the counts as
+// the shard record would, and CompareRamp sets it against fixed counts
+// under a source that turns hot.
 package heatsim
 
 import (
