@@ -22,9 +22,11 @@ one partition key) against DynamoDB Local and against a stub endpoint with a
 fixed latency; dashboard queries on the GSI and scatter paths; what exact
 counts cost (the counter's writes per event of a busy source, the day and
 month charts of GET /v1/counts, a hot source's counter item), with a line
-per target of issue 10 saying whether it is met; and the cold start of both
-functions. Prints a table and writes it as JSON and Markdown.
-Needs Java and the npm tools (make bench installs them).
+per target of issue 10 saying whether it is met; the Kinesis producer's
+events/s and PutRecords requests per 1,000 events, with and without KPL
+aggregation, against one PutRecord per event, on kinesalite; and the cold
+start of both functions. Prints a table and writes it as JSON and Markdown.
+Needs Java, Node and the npm tools (make bench installs them).
 
 examples:
   shardline bench                        what make bench runs
@@ -43,6 +45,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Events, "events", 10000, "records in shardline's Kinesis batch")
 	fs.IntVar(&o.NaiveCap, "naive-events", 1000, "events the naive sequential path writes")
 	withCounts := fs.Bool("counts", true, "measure what exact counts cost (about two minutes)")
+	producerEvents := fs.Int("producer-events", benchrun.DefaultProducerOptions.Events, "events each Kinesis producer design puts on kinesalite (0: skip the producer benchmark)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchHelp)
 		fs.PrintDefaults()
@@ -55,6 +58,14 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	if *withCounts {
 		o.Counts = benchrun.DefaultCountsOptions
+	}
+	if *producerEvents < 0 {
+		return fmt.Errorf("-producer-events must be 0 (skip) or more")
+	}
+	if *producerEvents > 0 {
+		o.Producer = benchrun.DefaultProducerOptions
+		o.Producer.Events = *producerEvents
+		o.Producer.PutRecords = min(o.Producer.PutRecords, *producerEvents)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

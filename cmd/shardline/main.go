@@ -8,6 +8,11 @@
 //	shardline quarantine list|replay
 //	                  list quarantined records; replay them under the current rules
 //	shardline redrive re-ingest the Kinesis batches Lambda gave up on
+//	shardline send    send events to a Kinesis stream or the HTTP API
+//	shardline query   page a source's events out of the API as NDJSON
+//	shardline tail    print a source's newest events, and follow them (-f)
+//	shardline counts  chart a source's event counts in the terminal
+//	shardline explore the explorer page for a deployed API, signed with SigV4
 //
 // Run "shardline <command> -h" for a command's flags. Each command lives in
 // its own file; this one only dispatches.
@@ -38,6 +43,11 @@ var commands = []command{
 	{"bench", "measure ingest, queries and cold start against the naive design", bench},
 	{"quarantine", "list quarantined records, or replay them under the current rules", quarantine},
 	{"redrive", "re-ingest the Kinesis batches Lambda gave up on, from the on-failure queue", redriveCmd},
+	{"send", "send events from files or stdin to a Kinesis stream or the HTTP API", sendCmd},
+	{"query", "page a source's events out of GET /v1/events as NDJSON", queryCmd},
+	{"tail", "print a source's newest events; with -f, follow it as tail -f does", tailCmd},
+	{"counts", "chart a source's event counts (GET /v1/counts) in the terminal", countsCmd},
+	{"explore", "serve the explorer page for a deployed API, signing its calls with your AWS credentials", explore},
 }
 
 // usage lists the commands.

@@ -21,6 +21,7 @@ const (
 	CtxGSIShards         = "shardline:gsiShards"
 	CtxGSIShardOverrides = "shardline:gsiShardOverrides" // JSON object
 	CtxGSIProjection     = "shardline:gsiProjection"     // full or lean
+	CtxShardsMax         = "shardline:shardsMax"         // 0 turns adaptive sharding off
 	CtxQuarantineShards  = "shardline:quarantineShards"
 	CtxRetentionDays     = "shardline:retentionDays"
 	CtxMaxEventBytes     = "shardline:maxEventBytes"
@@ -61,6 +62,7 @@ func PropsFromContext(node constructs.Node) (Props, error) {
 	r.opt(CtxFunctionErrors, &p.FunctionErrors)
 	r.opt(CtxThrottles, &p.Throttles)
 	r.opt(CtxAPI5xx, &p.API5xx)
+	r.opt(CtxShardsMax, &p.ShardsMax)
 	r.flag(CtxArchive, &p.Archive)
 	r.num(CtxArchiveExpiryDays, &p.ArchiveExpiryDays)
 	r.obj(CtxShardOverrides, &p.ShardOverrides)

@@ -71,6 +71,7 @@ func (p Props) ingestEnv(table string) map[string]string {
 		ingest.EnvShardOverrides:   overrides(p.ShardOverrides),
 		ingest.EnvGSIShards:        strconv.Itoa(p.GSIShards),
 		ingest.EnvGSIOverrides:     overrides(p.GSIShardOverrides),
+		ingest.EnvShardsMax:        strconv.Itoa(*p.ShardsMax),
 		ingest.EnvQuarantineShards: strconv.Itoa(p.QuarantineShards),
 		ingest.EnvRetentionDays:    strconv.Itoa(p.RetentionDays),
 		ingest.EnvMaxEventBytes:    strconv.Itoa(p.MaxEventBytes),

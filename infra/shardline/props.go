@@ -45,6 +45,10 @@ type Props struct {
 	GSIShards int
 	// GSIShardOverrides are per-source GSI shard counts.
 	GSIShardOverrides map[string]int
+	// ShardsMax bounds adaptive sharding (SHARDS_MAX): the most base-table
+	// or GSI shards the ingest function raises a hot source to, 128. The
+	// counts above are the floor. Nil is the default; 0 turns it off.
+	ShardsMax *int
 	// GSIProjection is "full" (the GSI carries the event; the default) or
 	// "lean" (keys and filter attributes only: one write unit per GSI copy
 	// whatever the event's size, and pages fetch events from the table).
@@ -201,6 +205,7 @@ func (p *Props) defaultOptionals() {
 	}{
 		{&p.RetryAttempts, DefaultRetryAttempts}, {&p.IteratorAgeSeconds, DefaultIteratorAgeSeconds},
 		{&p.FunctionErrors, DefaultFunctionErrors}, {&p.Throttles, DefaultThrottles}, {&p.API5xx, DefaultAPI5xx},
+		{&p.ShardsMax, ingest.DefaultShardsMax},
 	} {
 		if *f.v == nil {
 			*f.v = Int(f.d)

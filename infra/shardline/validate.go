@@ -46,6 +46,7 @@ func (p Props) checkInts() error {
 		{"Shards", p.Shards, 1, bucketing.MaxShards},
 		{"GSIShards", p.GSIShards, 1, bucketing.MaxShards},
 		{"QuarantineShards", p.QuarantineShards, 1, bucketing.MaxShards},
+		{"ShardsMax", *p.ShardsMax, 0, bucketing.MaxShards},
 		{"RetentionDays", p.RetentionDays, 1, 3650},
 		{"MaxEventBytes", p.MaxEventBytes, 1024, cloudevent.MaxBytesLimit},
 		{"WriteConcurrency", p.WriteConcurrency, 1, 256},

@@ -8,15 +8,18 @@
 // of that it asks for more shards in two cases:
 //
 //   - before any throttling, when the source's own measured rate would use
-//     more than TargetUtilisation of its partition keys at twice that rate:
-//     a raise takes shardmap.Lead to take effect, and a rising source keeps
-//     rising meanwhile;
+//     more than TargetUtilisation of its partition keys at the rate it is
+//     heading for: a raise takes shardmap.Lead to take effect, and a rising
+//     source keeps rising meanwhile. The policy plans for the larger of
+//     twice the current rate and the rate extrapolated from the window's
+//     growth to when the raise would start (Horizon), at most MaxGrowth
+//     times the current rate;
 //   - when throttling is concentrated on the source (at least ThrottleShare
 //     of its items in the window, and at least MinThrottled of them): its
 //     demand is above what its keys take, by an unknown amount, since a
 //     throttled writer only sees the rate that got through. Then the
-//     index whose keys carry the most per key gets Step times its current
-//     count.
+//     index whose keys carry the most per key gets 4 to 16 times its
+//     current count, more the larger the throttled share.
 //
 // Every raise at least doubles the last scheduled count and none goes past
 // Max, so a day sees at most log2(Max/floor) raises per index. Counts are
@@ -33,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
@@ -46,13 +50,24 @@ const (
 	// ThrottleShare is the share of a source's items throttled in the
 	// window from which the policy treats the source as over its keys.
 	ThrottleShare = 0.01
-	// MinThrottled is the fewest throttled items that count as a signal:
-	// one unprocessed item is a blip, not a hot key.
-	MinThrottled = 5
-	// MinItems is the fewest items in the window the policy decides on.
-	MinItems = 50
-	// Step is the factor a throttled index's count grows by.
-	Step = 4
+	// DefaultMinThrottled is the fewest throttled items that count as a
+	// signal: one unprocessed item is a blip, not a hot key.
+	DefaultMinThrottled = 5
+	// DefaultMinItems is the fewest items in the window the policy decides
+	// on.
+	DefaultMinItems = 50
+	// DefaultHorizon is how far ahead a raise plans: the lead after which
+	// a recorded raise starts, and the minute it is rounded up by.
+	DefaultHorizon = shardmap.Lead + time.Minute
+	// MaxGrowth bounds the extrapolation: a raise plans for at most this
+	// many times the rate measured now.
+	MaxGrowth = 64
+	// MinStep and MaxStep bound the factor a throttled index's count
+	// grows by: 2/(1-f) for a throttled share f, so that a source far over
+	// its keys needs fewer raises (each takes shardmap.Lead to take
+	// effect) than one just over them.
+	MinStep = 4
+	MaxStep = 16
 )
 
 // Counts are a source's shard counts: base table and GSI.
@@ -65,10 +80,13 @@ func Of(s bucketing.Step) Counts { return Counts{s.Shards, s.GSIShards} }
 
 // Sample is what one write of a source's items showed.
 type Sample struct {
-	Items     int     // items written or attempted
-	WCU       float64 // base-table write units the items cost, once each
-	GSIWCU    float64 // GSI write units the items cost, once each
-	Throttled int     // items DynamoDB throttled at least once
+	Items int // items written or attempted
+	// WCU and GSIWCU are the base-table and GSI write units of the items
+	// written without being throttled: the rate the keys took. Throttled
+	// items are left out, as they may be retried and redelivered many
+	// times over, which would inflate the rate.
+	WCU, GSIWCU float64
+	Throttled   int // items DynamoDB throttled at least once
 }
 
 // Policy keeps a short window of samples per source. The zero value uses
@@ -76,6 +94,13 @@ type Sample struct {
 type Policy struct {
 	Max    int           // most shards a raise asks for; default DefaultMax
 	Window time.Duration // traffic a decision weighs; default DefaultWindow
+	// KeyWCU is the write units a second one partition key value takes:
+	// default bucketing.PartitionWCU, DynamoDB's. A test that scales its
+	// traffic down scales this, MinItems and MinThrottled with it.
+	KeyWCU       float64
+	MinItems     int           // default DefaultMinItems
+	MinThrottled int           // default DefaultMinThrottled
+	Horizon      time.Duration // default DefaultHorizon
 
 	mu  sync.Mutex
 	src map[string]*window
@@ -154,15 +179,22 @@ type Decision struct {
 func (p *Policy) Decide(source string, now time.Time, cur, last Counts) (Decision, bool) {
 	p.mu.Lock()
 	w := p.src[source]
-	var sum Sample
+	var sum, older, newer Sample
 	if w != nil && w.under == cur {
 		oldest := now.Unix() - int64(len(w.slots)) + 1
+		mid := oldest + int64(len(w.slots))/2
 		for _, sl := range w.slots {
 			if sl.sec >= oldest && sl.sec <= now.Unix() {
 				sum.Items += sl.Items
 				sum.WCU += sl.WCU
 				sum.GSIWCU += sl.GSIWCU
 				sum.Throttled += sl.Throttled
+				half := &older
+				if sl.sec >= mid {
+					half = &newer
+				}
+				half.WCU += sl.WCU
+				half.GSIWCU += sl.GSIWCU
 			}
 		}
 	}
@@ -171,7 +203,7 @@ func (p *Policy) Decide(source string, now time.Time, cur, last Counts) (Decisio
 		start = w.start
 	}
 	p.mu.Unlock()
-	if sum.Items < MinItems {
+	if sum.Items < p.or(p.MinItems, DefaultMinItems) {
 		return Decision{}, false
 	}
 	// The window's length, or the time since the first sample under these
@@ -181,19 +213,22 @@ func (p *Policy) Decide(source string, now time.Time, cur, last Counts) (Decisio
 	d := Decision{Rate: sum.WCU / secs, GSIRate: sum.GSIWCU / secs, Throttled: float64(sum.Throttled) / float64(sum.Items)}
 	// What the measured rate needs, planned at twice the rate: a raise
 	// takes effect only after shardmap.Lead.
-	needN := bucketing.ShardsFor(2*d.Rate, 1)
-	needG := bucketing.ShardsFor(2*d.GSIRate, 1)
+	ahead := p.ahead(secs, older, newer)
+	half := float64(p.slots() / 2)
+	needN := p.need(max(2*d.Rate, ahead*newer.WCU/half))
+	needG := p.need(max(2*d.GSIRate, ahead*newer.GSIWCU/half))
 	reason := "rate"
-	if sum.Throttled >= MinThrottled && d.Throttled >= ThrottleShare {
+	if sum.Throttled >= p.or(p.MinThrottled, DefaultMinThrottled) && d.Throttled >= ThrottleShare {
 		reason = "throttled"
 		loadN := d.Rate / float64(cur.Shards)
 		loadG := d.GSIRate / float64(cur.GSIShards)
 		hot := max(loadN, loadG)
+		step := int(min(MaxStep, max(MinStep, 2/max(1-d.Throttled, 1.0/MaxStep))))
 		if loadN >= hot/2 {
-			needN = max(needN, Step*cur.Shards)
+			needN = max(needN, step*cur.Shards)
 		}
 		if loadG >= hot/2 {
-			needG = max(needG, Step*cur.GSIShards)
+			needG = max(needG, step*cur.GSIShards)
 		}
 	}
 	d.To = Counts{p.raise(last.Shards, needN), p.raise(last.GSIShards, needG)}
@@ -212,6 +247,52 @@ func (p *Policy) raise(last, need int) int {
 		return last
 	}
 	return max(last, min(max(need, 2*last), p.max()))
+}
+
+// ahead is the factor by which the rate is heading to grow by the time a
+// raise decided now would start: the growth from the older half of the
+// window to the newer, extrapolated linearly over the horizon, between 1
+// and MaxGrowth. Only a full window counts, only a source past a quarter
+// of a key's ceiling, and only a clear rise (half as much again from one
+// half of the window to the other): extrapolating eight minutes ahead
+// turns small wobbles into large counts.
+func (p *Policy) ahead(secs float64, older, newer Sample) float64 {
+	half := float64(p.slots() / 2)
+	if secs < float64(p.slots()) || half < 1 {
+		return 1
+	}
+	r0 := max(older.WCU, older.GSIWCU) / half
+	r1 := max(newer.WCU, newer.GSIWCU) / half
+	if r0 <= 0 || r1 < 1.5*r0 || r1 < p.keyWCU()/4 {
+		return 1
+	}
+	slope := (r1 - r0) / half // per second, per second
+	horizon := p.Horizon
+	if horizon <= 0 {
+		horizon = DefaultHorizon
+	}
+	return min(MaxGrowth, (r1+slope*horizon.Seconds())/r1)
+}
+
+// need is the keys that take rate write units a second at the target
+// utilisation, as bucketing.ShardsFor plans them.
+func (p *Policy) need(rate float64) int {
+	n := math.Ceil(rate / (p.keyWCU() * bucketing.TargetUtilisation))
+	return int(max(1, min(n, bucketing.MaxShards)))
+}
+
+func (p *Policy) keyWCU() float64 {
+	if p.KeyWCU > 0 {
+		return p.KeyWCU
+	}
+	return bucketing.PartitionWCU
+}
+
+func (p *Policy) or(v, d int) int {
+	if v > 0 {
+		return v
+	}
+	return d
 }
 
 func (p *Policy) max() int {

@@ -13,8 +13,9 @@ var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 func feed(p *Policy, src string, from time.Time, secs, rate int, throttled float64, cur Counts) time.Time {
 	for s := range secs {
 		n := rate
+		ok := float64(n) * (1 - throttled)
 		p.Observe(src, from.Add(time.Duration(s)*time.Second), cur, Sample{
-			Items: n, WCU: float64(n), GSIWCU: float64(n), Throttled: int(throttled * float64(n)),
+			Items: n, WCU: ok, GSIWCU: ok, Throttled: int(throttled * float64(n)),
 		})
 	}
 	return from.Add(time.Duration(secs-1) * time.Second)
@@ -61,8 +62,8 @@ func TestThrottlingRaisesTheHotIndex(t *testing.T) {
 	// a base key 56; only the GSI is hot.
 	now := feed(&p, "s", t0, 10, 900, 0.05, cur)
 	d, ok := p.Decide("s", now, cur, cur)
-	if !ok || d.To.GSIShards < Step || d.To.Shards != 16 {
-		t.Fatalf("decision %+v %v: want the GSI raised %d-fold, the base left", d, ok, Step)
+	if !ok || d.To.GSIShards < MinStep || d.To.Shards != 16 {
+		t.Fatalf("decision %+v %v: want the GSI raised %d-fold, the base left", d, ok, MinStep)
 	}
 	if !strings.HasPrefix(d.Reason, "throttled:") || d.Throttled < 0.04 {
 		t.Fatalf("decision %+v", d)
@@ -125,5 +126,35 @@ func TestForget(t *testing.T) {
 	p.Forget(t0.Add(time.Minute))
 	if len(p.src) != 0 {
 		t.Fatalf("%d sources kept after a minute of silence", len(p.src))
+	}
+}
+
+// TestRisingRatePlansForWhenTheRaiseStarts: a source rising by 5,000
+// events/s a minute is planned for at the rate it will have when a raise
+// decided now takes effect, not at twice the rate of now.
+func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
+	var p Policy
+	cur := Counts{4, 1}
+	now := t0
+	for s := range 10 {
+		now = t0.Add(time.Duration(s) * time.Second)
+		n := 100 + 83*s // events a second, rising 83 a second
+		p.Observe("r", now, cur, Sample{Items: n, WCU: float64(n), GSIWCU: float64(n)})
+	}
+	d, ok := p.Decide("r", now, cur, cur)
+	if !ok {
+		t.Fatal("a rising source was not raised")
+	}
+	// In 8 minutes the rate is about 40,000 WCU/s: 58 keys at 70%.
+	if d.To.Shards < 40 || d.To.GSIShards < 40 {
+		t.Fatalf("raise to %+v: planned for now, not for the rate ahead", d.To)
+	}
+	// A flat source at the same rate plans for twice its rate only.
+	var q Policy
+	for s := range 10 {
+		q.Observe("f", t0.Add(time.Duration(s)*time.Second), cur, Sample{Items: 800, WCU: 800, GSIWCU: 800})
+	}
+	if d, ok := q.Decide("f", t0.Add(9*time.Second), cur, cur); !ok || d.To.GSIShards > 4 || d.To.Shards != 4 {
+		t.Fatalf("flat 800 WCU/s: %+v %v", d, ok)
 	}
 }

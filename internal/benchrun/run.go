@@ -19,12 +19,13 @@ import (
 
 // Options configure Run.
 type Options struct {
-	Out        io.Writer     // progress and the table
-	ResultsDir string        // where results.json and results.md go; empty writes none
-	Latency    time.Duration // the stub's per-request latency
-	Events     int           // records in shardline's Kinesis batch
-	NaiveCap   int           // events the sequential naive path writes (its rate does not depend on the count)
-	Counts     CountsOptions // the counts benchmark; a zero Rate skips it
+	Out        io.Writer       // progress and the table
+	ResultsDir string          // where results.json and results.md go; empty writes none
+	Latency    time.Duration   // the stub's per-request latency
+	Events     int             // records in shardline's Kinesis batch
+	NaiveCap   int             // events the sequential naive path writes (its rate does not depend on the count)
+	Counts     CountsOptions   // the counts benchmark; a zero Rate skips it
+	Producer   ProducerOptions // the Kinesis producer benchmark; zero Events skips it
 }
 
 // Report is everything a run measured.
@@ -35,7 +36,10 @@ type Report struct {
 	Ingest    []IngestRow   `json:"ingest"`
 	Query     []QueryRow    `json:"query"`
 	Counts    *CountsReport `json:"counts,omitempty"`
-	ColdStart []ColdRow     `json:"cold_start"`
+	Producer  []ProducerRow `json:"producer,omitempty"`
+	// ProducerShards is the producer benchmark's stream's shards.
+	ProducerShards int       `json:"producer_shards,omitempty"`
+	ColdStart      []ColdRow `json:"cold_start"`
 }
 
 // Run measures and reports.
@@ -76,6 +80,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		sl.Endpoint, nv.Endpoint = ep.name, ep.name
 		sl.Speedup, nv.Speedup = sl.EventsPerSecond/nv.EventsPerSecond, 1
 		rep.Ingest = append(rep.Ingest, sl, nv)
+	}
+
+	if o.Producer.Events > 0 {
+		rep.ProducerShards = o.Producer.Shards
+		if rep.Producer, err = measureProducer(ctx, o.Out, o.Producer, now); err != nil {
+			return nil, err
+		}
 	}
 
 	fmt.Fprintln(o.Out, "query: loading a busy and a quiet source over seven days ...")
@@ -135,6 +146,9 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %.3f | %.2f | %.1f× |\n", x.Endpoint, x.Design, x.Events, x.EventsPerSecond, x.RequestsPerEvent, x.WCUPerEvent, x.Speedup)
 	}
 	b.WriteString("\nThe naive path is sequential, so its rate does not depend on how many events it writes; it writes fewer to keep the run short.\n")
+	if len(r.Producer) > 0 {
+		producerMarkdown(&b, r.Producer, r.ProducerShards)
+	}
 	b.WriteString("\n## Query: dashboard pages on DynamoDB Local\n\n| source | query | asked | path | events | requests | RCU | latency (ms) |\n|---|---|---|---|---:|---:|---:|---:|\n")
 	for _, x := range r.Query {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %.1f | %.1f |\n", x.Source, x.Query, x.Asked, x.Path, x.Events, x.Requests, x.RCU, x.LatencyMs)

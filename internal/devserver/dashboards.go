@@ -18,6 +18,7 @@ import (
 	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/query"
+	"github.com/shardline/shardline/internal/sparkline"
 	"github.com/shardline/shardline/internal/streams"
 )
 
@@ -97,7 +98,7 @@ func printDashboards(out io.Writer, src catalog.Response, charts map[string]coun
 			for i, p := range ser.Points {
 				n[i] = int(p.Count)
 			}
-			fmt.Fprintf(tw, "    %s\t%d\t|%s|\n", ser.Type, seriesTotal([]counts.Series{ser}), sparkline(n))
+			fmt.Fprintf(tw, "    %s\t%d\t|%s|\n", ser.Type, seriesTotal([]counts.Series{ser}), sparkline.Draw(n))
 		}
 	}
 	tw.Flush()

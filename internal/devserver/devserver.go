@@ -28,6 +28,7 @@ import (
 
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/ddblocal"
+	"github.com/shardline/shardline/internal/explorer"
 	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/kinesislocal"
@@ -130,7 +131,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("listen on %s (choose another with -addr): %w", o.Addr, err)
 	}
 	base := "http://" + ln.Addr().String()
-	httpSrv := &http.Server{Handler: withDocument(mux), ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := &http.Server{Handler: withDocument(explorer.With(mux)), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	defer httpSrv.Close()
@@ -171,6 +172,7 @@ func Run(ctx context.Context, o Options) error {
 		"  AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_KINESIS=%s AWS_ENDPOINT_URL_SQS=%s \\\n"+
 		"    ./bin/shardline redrive --queue %s --dry-run\n",
 		o.Table, kinesislocal.Region, endpoint, kin.Endpoint, kin.SQS, kin.QueueURL)
+	fmt.Fprintf(out, "\nopen the explorer, a page over the API, at %s/\n", base)
 	fmt.Fprintln(out, "serving until Ctrl-C")
 	if o.OnServing != nil {
 		o.OnServing(base)

@@ -3,6 +3,11 @@
 // produce: throttling and server errors, and BatchWriteItem requests that are
 // only partly processed. The SDK's real retry logic and shardline's own
 // back-off run against it.
+//
+// It fronts kinesalite the same way (kinesis.go): whole requests answered
+// with a fault in Kinesis's shape, and PutRecords requests whose chosen
+// entries fail (FailedRecordCount, per-entry ErrorCode) while the others
+// are stored, which kinesalite never does on its own.
 package faultproxy
 
 import (
@@ -69,6 +74,11 @@ type Proxy struct {
 
 	Faults atomic.Int64 // requests answered with a Fault
 	Held   atomic.Int64 // write requests returned unprocessed
+	// EntriesFailed counts PutRecords entries answered with an injected
+	// ErrorCode (SetEntryFault).
+	EntriesFailed atomic.Int64
+
+	entryFault EntryFault // guarded by mu
 
 	latency     atomic.Int64 // added to every request, in nanoseconds
 	inFlight    atomic.Int64
@@ -140,7 +150,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	c, _ := p.counts.LoadOrStore(op, new(atomic.Int64))
 	count := c.(*atomic.Int64).Add(1)
 	p.mu.Lock()
-	rule := p.rule
+	rule, entryFault := p.rule, p.entryFault
 	p.mu.Unlock()
 	var fault *Fault
 	var hold Hold
@@ -152,6 +162,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		p.resetAfterForward(w, r, body)
 		return
 	}
+	if fault != nil && isKinesis(r) {
+		p.Faults.Add(1)
+		writeKinesisFault(w, fault)
+		return
+	}
 	if fault != nil {
 		p.Faults.Add(1)
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
@@ -161,6 +176,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if hold != nil && op == "BatchWriteItem" {
 		p.partial(w, r, body, hold)
+		return
+	}
+	if entryFault != nil && op == "PutRecords" && isKinesis(r) {
+		p.putRecords(w, r, body, count, entryFault)
 		return
 	}
 	p.forward(w, r, body, nil)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/loglevel"
 	"github.com/shardline/shardline/internal/writer"
@@ -21,6 +22,7 @@ const (
 	EnvShardOverrides   = "SHARDS_OVERRIDES"     // JSON object {"source": shards}; default none
 	EnvGSIShards        = "GSI_SHARDS_DEFAULT"   // GSI shards per source; default 1
 	EnvGSIOverrides     = "GSI_SHARDS_OVERRIDES" // JSON object {"source": GSI shards}; default none
+	EnvShardsMax        = "SHARDS_MAX"           // most shards adaptive sharding raises a source to; default 128; 0 turns it off
 	EnvQuarantineShards = "QUARANTINE_SHARDS"    // shards of the quarantine key space; default 4
 	EnvRetentionDays    = "RETENTION_DAYS"       // days an event is kept (TTL); default 30
 	EnvMaxEventBytes    = "MAX_EVENT_BYTES"      // largest event accepted; default 65536, at most 350000
@@ -30,7 +32,7 @@ const (
 
 // EnvVars lists every variable above, for documentation and for the check
 // that the stack sets exactly what the function reads.
-var EnvVars = []string{EnvTable, EnvShards, EnvShardOverrides, EnvGSIShards, EnvGSIOverrides,
+var EnvVars = []string{EnvTable, EnvShards, EnvShardOverrides, EnvGSIShards, EnvGSIOverrides, EnvShardsMax,
 	EnvQuarantineShards, EnvRetentionDays, EnvMaxEventBytes, EnvWriteConcurrency, EnvLogLevel}
 
 // Defaults.
@@ -39,13 +41,18 @@ const (
 	DefaultGSIShards        = 1
 	DefaultQuarantineShards = 4
 	DefaultRetentionDays    = 30
+	DefaultShardsMax        = adapt.DefaultMax
 )
 
 // Config is the ingest function's configuration.
 type Config struct {
-	Table            string
-	Shards           bucketing.Counts
-	GSIShards        bucketing.Counts
+	Table     string
+	Shards    bucketing.Counts
+	GSIShards bucketing.Counts
+	// ShardsMax bounds adaptive sharding: a source that nears its keys'
+	// ceiling has its base-table and GSI shard counts raised, up to this
+	// many (the configured counts stay the floor). 0 turns it off.
+	ShardsMax        int
 	QuarantineShards int
 	Retention        time.Duration
 	MaxEventBytes    int
@@ -59,6 +66,7 @@ func DefaultConfig(table string) Config {
 		Table:            table,
 		Shards:           bucketing.Counts{Default: DefaultShards},
 		GSIShards:        bucketing.Counts{Default: DefaultGSIShards},
+		ShardsMax:        DefaultShardsMax,
 		QuarantineShards: DefaultQuarantineShards,
 		Retention:        DefaultRetentionDays * 24 * time.Hour,
 		MaxEventBytes:    cloudevent.DefaultMaxBytes,
@@ -89,6 +97,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	intVar(EnvShards, &c.Shards.Default, 1, bucketing.MaxShards)
 	intVar(EnvGSIShards, &c.GSIShards.Default, 1, bucketing.MaxShards)
+	intVar(EnvShardsMax, &c.ShardsMax, 0, bucketing.MaxShards)
 	intVar(EnvQuarantineShards, &c.QuarantineShards, 1, bucketing.MaxShards)
 	days := DefaultRetentionDays
 	intVar(EnvRetentionDays, &days, 1, 3650)

@@ -9,11 +9,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/deadline"
@@ -41,6 +43,8 @@ type Handler struct {
 	log      *slog.Logger
 	metrics  *emf.Logger
 	now      func() time.Time
+	policy   *adapt.Policy // nil when adaptive sharding is off
+	forgot   atomic.Int64  // Unix second the policy last forgot idle sources
 	// apiBudget bounds the work of an API request (deadline.API).
 	apiBudget time.Duration
 }
@@ -53,6 +57,9 @@ type Options struct {
 	// APIBudget bounds the work of an API request, counted from when API
 	// Gateway received it. Default, and most: deadline.API.
 	APIBudget time.Duration
+	// Policy decides adaptive sharding's raises. Default: the defaults,
+	// bounded by Config.ShardsMax; ignored when that is 0.
+	Policy *adapt.Policy
 }
 
 // New returns a Handler writing through client.
@@ -77,7 +84,15 @@ func New(cfg Config, client Client, o Options) *Handler {
 			GSIShards:  cfg.GSIShards,
 			Quarantine: cfg.QuarantineShards,
 			Retention:  cfg.Retention,
+			Carry:      cfg.ShardsMax > 0,
 		},
+	}
+	if cfg.ShardsMax > 0 {
+		h.policy = o.Policy
+		if h.policy == nil {
+			h.policy = &adapt.Policy{}
+		}
+		h.policy.Max = cfg.ShardsMax
 	}
 	h.hours = &shardmap.Hours{Client: client, Table: cfg.Table, Retention: cfg.Retention}
 	h.writer = &writer.Writer{Client: client, Table: cfg.Table, Concurrency: cfg.WriteConcurrency}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/internal/writer"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -56,12 +57,16 @@ func (h *Handler) store(ctx context.Context, units []unit) ([]outcome, storeStat
 	for i := range units {
 		todo[i] = i
 	}
+	h.raise(ctx, units)
 	for pass := 0; pass < 2 && len(todo) > 0; pass++ {
 		items, idx, err := h.items(ctx, units, todo)
 		if err != nil && st.firstErr == nil {
 			st.firstErr = err
 		}
 		res := h.writer.Write(ctx, items)
+		if pass == 0 {
+			h.observe(units, idx, items, res.Throttled)
+		}
 		st.requests += res.Requests
 		st.retried += res.Retried
 		st.wcu += res.WCU
@@ -105,6 +110,9 @@ type schedKey struct {
 	stream bucketing.Stream
 	day    int64
 }
+
+// start is when the key's day begins.
+func (k schedKey) start() time.Time { return time.Unix(k.day*86400, 0).UTC() }
 
 func dayNumber(t time.Time) int64 {
 	s := t.Unix()
@@ -181,8 +189,10 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 		}
 	}
 	res := h.schedules(ctx, keys, hours)
+	now := h.now()
 	for _, u := range todo {
-		r := res[slot[units[u].schedKey()]]
+		k := units[u].schedKey()
+		r := res[slot[k]]
 		if r.err != nil {
 			if err == nil {
 				err = r.err
@@ -190,7 +200,7 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 			continue
 		}
 		if e := units[u].event; e != nil {
-			items = append(items, item.Event(*e, r.sched.At(e.Time), h.cfg.Retention))
+			items = append(items, item.Event(*e, shardmap.InEffect(r.sched, k.start(), e.Time, now), h.cfg.Retention))
 		} else {
 			rj := units[u].rejected
 			items = append(items, item.Quarantine(*rj, r.sched.At(rj.ReceivedAt), h.cfg.Retention))

@@ -13,8 +13,8 @@ import (
 // dayCache keeps, per container, what the reader learned of each (stream,
 // day): its schedule, its hour index and hints. An entry is trusted for
 // shardmap.CacheFor, and only to include what it names: a schedule only
-// grows, and a step starts shardmap.Lead after it was written, so a cached
-// one still finds every shard; and an hour the entry lists holds events.
+// grows, and no writer uses a step's counts until a CacheFor after it was
+// written (shardmap.InEffect), so a cached one still finds every shard; and an hour the entry lists holds events.
 // An hour the entry does not list may have been marked since, so before a
 // page skips it the page reads the day afresh.
 type dayCache struct {

@@ -42,6 +42,40 @@ const CacheFor = time.Minute
 // Lead is how far after now a new step starts.
 const Lead = cloudevent.MaxFuture + 2*CacheFor
 
+// gsiSooner is how much sooner than its base-table counts a step's GSI
+// count applies: a step's GSI count applies CacheFor after the step was
+// recorded instead of Lead after (see InEffect).
+const gsiSooner = Lead - CacheFor
+
+// InEffect is the step a writer places an event of time t, on the day that
+// begins at day, by at now: the base-table count in effect at the event's
+// own time, and the GSI count of the last step whose GSI count applies by
+// now.
+//
+// The base-table count must follow the event's time: it names the item, and
+// a retry must land on the same item. The GSI count need not: an item has
+// one GSI entry whatever its GSI key, so writing an event again under a
+// larger GSI count moves its entry and cannot duplicate it. What the GSI
+// count must respect is the readers' cache: a reader trusts a schedule it
+// read for CacheFor and queries every GSI shard below the largest count it
+// names, so a new count may be used only once no reader can still hold a
+// schedule without it. A step is recorded before its From minus Lead, so
+// from From minus (Lead - CacheFor) on, every schedule a reader trusts
+// names it. A source's GSI keys thus spread five minutes sooner than its
+// table keys, which matters when a backlog of events stamped before the
+// step is still being written.
+func InEffect(sched bucketing.Schedule, day, t, now time.Time) bucketing.Step {
+	step := sched.At(t)
+	step.GSIShards = sched[0].GSIShards
+	for _, st := range sched[1:] {
+		if day.Add(time.Duration(st.From)*time.Minute - gsiSooner).After(now) {
+			break
+		}
+		step.GSIShards = max(step.GSIShards, st.GSIShards)
+	}
+	return step
+}
+
 // metaSK is the sort key of every shard-count record.
 const metaSK = "shards"
 
@@ -57,6 +91,12 @@ type Config struct {
 	GSIShards  bucketing.Counts // GSI shards per event source
 	Quarantine int              // base-table shards of the quarantine
 	Retention  time.Duration    // how long events live; the shard record outlives the day by at least this much
+	// Carry starts an event stream's day from the counts its previous day
+	// reached, when they are above the configuration: all of them if the
+	// previous day was raised, half of them if it was not (so that counts a
+	// source no longer needs decay by half a day). Adaptive sharding sets
+	// it; the configuration stays the floor.
+	Carry bool
 }
 
 func (c Config) want(s bucketing.Stream) (int, int) {
@@ -107,7 +147,13 @@ func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string)
 		if err != nil {
 			return nil, err
 		}
-		next, changed := r.update(rec, day, wantN, wantG, now)
+		n, g := wantN, wantG
+		if rec.sched == nil && r.Config.Carry && s.Space == bucketing.Events {
+			if n, g, err = r.carried(ctx, s, day, n, g); err != nil {
+				return nil, err
+			}
+		}
+		next, changed := r.update(rec, day, n, g, now)
 		if changed && rec.sched == nil && s.Space == bucketing.Events {
 			// The first writer of the day lists the source in the day's
 			// catalogue before it creates the record: once the record
@@ -131,6 +177,66 @@ func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string)
 		return next.sched, nil
 	}
 	return nil, fmt.Errorf("shard record %s: too many concurrent updates", key)
+}
+
+// Raise records that writers of stream on day must use at least n base-table
+// and g GSI shards, from Lead after now: it appends a step to the day's
+// schedule, unless the schedule already reaches those counts or the step
+// would start after the day. Concurrent raises and configuration changes
+// agree through the record's version: a writer that loses the race reads
+// the record again and raises from what won. The schedule is created first
+// if the day has none. raised says whether this call added the step.
+func (r *Registry) Raise(ctx context.Context, s bucketing.Stream, day string, n, g int) (sched bucketing.Schedule, raised bool, err error) {
+	if _, err := r.Schedule(ctx, s, day); err != nil {
+		return nil, false, err
+	}
+	key := s.MetaPK(day)
+	now := r.now()
+	for range 8 {
+		rec, err := r.read(ctx, key)
+		if err != nil {
+			return nil, false, err
+		}
+		if rec.sched == nil {
+			return nil, false, fmt.Errorf("shard record %s: gone while raising", key)
+		}
+		next := extend(rec.sched, day, n, g, now)
+		if next == nil {
+			r.remember(key, rec, now)
+			return rec.sched, false, nil
+		}
+		up := record{sched: next, ver: rec.ver, expires: rec.expires}
+		err = r.write(ctx, key, up)
+		var cond *types.ConditionalCheckFailedException
+		if errors.As(err, &cond) {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		r.remember(key, up, now)
+		return next, true, nil
+	}
+	return nil, false, fmt.Errorf("shard record %s: too many concurrent updates", key)
+}
+
+// carried is the counts a new day of stream starts with: the configured n
+// and g, or more if the previous day reached more (see Config.Carry).
+func (r *Registry) carried(ctx context.Context, s bucketing.Stream, day string, n, g int) (int, int, error) {
+	d, err := time.Parse(bucketing.DayLayout, day)
+	if err != nil {
+		return n, g, nil
+	}
+	prev, err := r.read(ctx, s.MetaPK(d.AddDate(0, 0, -1).Format(bucketing.DayLayout)))
+	if err != nil || prev.sched == nil {
+		return n, g, err
+	}
+	last := prev.sched.Last()
+	pn, pg := last.Shards, last.GSIShards
+	if len(prev.sched) == 1 {
+		pn, pg = pn/2, pg/2
+	}
+	return max(n, pn), max(g, pg), nil
 }
 
 // update is the record to store in place of rec, and whether it differs
@@ -186,10 +292,15 @@ func extend(sched bucketing.Schedule, day string, wantN, wantG int, now time.Tim
 		return nil
 	}
 	m := from.Hour()*60 + from.Minute()
+	step := bucketing.Step{From: m, Shards: max(wantN, last.Shards), GSIShards: max(wantG, last.GSIShards)}
 	if m <= last.From {
-		return nil
+		// The last step starts no earlier than a new one could: no writer
+		// can have placed an event by it yet, for the same reason it could
+		// not by a new step, so it is raised in place.
+		step.From = last.From
+		return append(sched[:len(sched)-1:len(sched)-1], step)
 	}
-	return append(sched[:len(sched):len(sched)], bucketing.Step{From: m, Shards: max(wantN, last.Shards), GSIShards: max(wantG, last.GSIShards)})
+	return append(sched[:len(sched):len(sched)], step)
 }
 
 // cached is what the registry read of key within CacheFor of now.
@@ -211,9 +322,10 @@ func (r *Registry) remember(key string, rec record, now time.Time) {
 
 // Cached is the schedule of stream on day as a reader that tolerates
 // eventual consistency needs it: a record read within CacheFor is reused
-// (the writers' cache, if this registry also writes). That is safe because a
-// raise takes effect Lead after it is recorded, later than any event can be
-// written before a cached copy expires. An absent record is not cached: it
+// (the writers' cache, if this registry also writes). That is safe because
+// no writer uses a raised count until more than CacheFor after the raise
+// is recorded (Lead for the table, see InEffect for the GSI), when every
+// copy cached before the raise has expired. An absent record is not cached: it
 // may appear any moment. read says whether DynamoDB was asked.
 func (r *Registry) Cached(ctx context.Context, s bucketing.Stream, day string) (sched bucketing.Schedule, read bool, err error) {
 	key := s.MetaPK(day)
@@ -229,6 +341,17 @@ func (r *Registry) Cached(ctx context.Context, s bucketing.Stream, day string) (
 		r.remember(key, rec, now)
 	}
 	return rec.sched, true, nil
+}
+
+// Known is the schedule of stream on day that this registry read or wrote
+// last, however long ago, without asking DynamoDB; ok is false when it has
+// none. Adaptive sharding decides on it: a raise it misses is one the
+// record already holds, and Raise reads the record before it writes.
+func (r *Registry) Known(s bucketing.Stream, day string) (sched bucketing.Schedule, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.cache[s.MetaPK(day)]
+	return c.sched, ok
 }
 
 // Lookup reads the schedule of stream on day without changing anything;

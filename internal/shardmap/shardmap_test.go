@@ -231,3 +231,129 @@ func TestRaisingRetentionKeepsTheShardRecord(t *testing.T) {
 		t.Fatalf("a 30-day writer shortened the record to %v (want at least %v)", time.Unix(got, 0).UTC(), time.Unix(want, 0).UTC())
 	}
 }
+
+func TestRaiseAppendsThenRaisesThePendingStepInPlace(t *testing.T) {
+	ctx := context.Background()
+	table := testdb.Table(t)
+	day := "2026-11-22"
+	src := bucketing.Stream{Space: bucketing.Events, Source: "ramp"}
+	c := &clock{time.Date(2026, 11, 22, 10, 0, 10, 0, time.UTC)}
+	r := registry(t, table, c, 4, 1)
+
+	s, raised, err := r.Raise(ctx, src, day, 4, 4)
+	if err != nil || !raised {
+		t.Fatalf("Raise: %v %v", raised, err)
+	}
+	want := bucketing.Schedule{{From: 0, Shards: 4, GSIShards: 1}, {From: 10*60 + 8, Shards: 4, GSIShards: 4}}
+	if !equal(s, want) {
+		t.Fatalf("schedule %+v, want %+v", s, want)
+	}
+	// Thirty seconds later the base table needs more too: the step that
+	// has not started is raised, not followed by another.
+	c.t = c.t.Add(30 * time.Second)
+	other := registry(t, table, c, 4, 1) // another container
+	s, raised, err = other.Raise(ctx, src, day, 16, 2)
+	if err != nil || !raised {
+		t.Fatalf("second Raise: %v %v", raised, err)
+	}
+	want[1] = bucketing.Step{From: 10*60 + 8, Shards: 16, GSIShards: 4}
+	if !equal(s, want) {
+		t.Fatalf("schedule %+v, want %+v", s, want)
+	}
+	// Asking for no more than is scheduled changes nothing.
+	if s, raised, err = r.Raise(ctx, src, day, 8, 4); err != nil || raised || !equal(s, want) {
+		t.Fatalf("Raise below the schedule: %+v %v %v", s, raised, err)
+	}
+	// Once the step is in effect, a raise follows it.
+	c.t = c.t.Add(15 * time.Minute)
+	if s, raised, err = r.Raise(ctx, src, day, 64, 16); err != nil || !raised || len(s) != 3 || s[2].From != 10*60+23 {
+		t.Fatalf("third Raise: %+v %v %v", s, raised, err)
+	}
+	// The configuration is still the floor: a writer configured with 4/1
+	// keeps the raised schedule.
+	if got, err := registry(t, table, c, 4, 1).Schedule(ctx, src, day); err != nil || !equal(got, s) {
+		t.Fatalf("Schedule after raises: %+v %v", got, err)
+	}
+}
+
+func TestNewDaysStartFromThePreviousPeak(t *testing.T) {
+	ctx := context.Background()
+	table := testdb.Table(t)
+	src := bucketing.Stream{Space: bucketing.Events, Source: "hot"}
+	c := &clock{time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
+	r := registry(t, table, c, 4, 1)
+	r.Config.Carry = true
+	if _, _, err := r.Raise(ctx, src, "2026-11-22", 64, 16); err != nil {
+		t.Fatal(err)
+	}
+	// Day two starts where day one ended; day three, after a day without a
+	// raise, at half; then down to the configured floor.
+	for i, want := range []bucketing.Step{{Shards: 64, GSIShards: 16}, {Shards: 32, GSIShards: 8}, {Shards: 16, GSIShards: 4}, {Shards: 8, GSIShards: 2}, {Shards: 4, GSIShards: 1}, {Shards: 4, GSIShards: 1}} {
+		c.t = c.t.Add(24 * time.Hour)
+		day := bucketing.Day(c.t)
+		s, err := r.Schedule(ctx, src, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s) != 1 || s[0] != want {
+			t.Fatalf("day %d (%s): %+v, want %+v", i+2, day, s, want)
+		}
+	}
+	// Without Carry, and for another source, the configuration alone.
+	other := bucketing.Stream{Space: bucketing.Events, Source: "quiet"}
+	if s, err := r.Schedule(ctx, other, bucketing.Day(c.t)); err != nil || s[0].Shards != 4 {
+		t.Fatalf("quiet source: %+v %v", s, err)
+	}
+}
+
+func equal(a, b bucketing.Schedule) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestGSICountsApplyACacheAfterTheRaise(t *testing.T) {
+	day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	at := func(h, m int) time.Time { return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
+	sched := bucketing.Schedule{{From: 0, Shards: 4, GSIShards: 1}, {From: 8 * 60, Shards: 16, GSIShards: 16}}
+	for _, c := range []struct {
+		name      string
+		t, now    time.Time
+		shards, g int
+	}{
+		{"before the GSI count applies", at(7, 59), at(7, 53), 4, 1},
+		{"a backlog event once it applies", at(7, 59), at(7, 54), 4, 16},
+		{"a future event before it applies", at(8, 0), at(7, 50), 16, 1},
+		{"after both apply", at(8, 30), at(8, 30), 16, 16},
+		{"a late event on the next day", at(7, 0), at(24+3, 0), 4, 16},
+	} {
+		got := InEffect(sched, day, c.t, c.now)
+		if got.Shards != c.shards || got.GSIShards != c.g {
+			t.Errorf("%s: event at %s written at %s: %d/%d shards, want %d/%d",
+				c.name, c.t.Format("15:04"), c.now.Format("01-02 15:04"), got.Shards, got.GSIShards, c.shards, c.g)
+		}
+	}
+
+	// Whenever a raise is recorded, no writer uses its GSI count while a
+	// reader may still trust a schedule read before it (CacheFor), and every
+	// writer uses it within two minutes.
+	base := bucketing.Schedule{{From: 0, Shards: 4, GSIShards: 1}}
+	for w := at(10, 0); w.Before(at(11, 0)); w = w.Add(time.Second) {
+		s := extend(base, "2026-11-22", 8, 8, w)
+		if len(s) != 2 {
+			t.Fatalf("raise at %s: %+v", w.Format(time.TimeOnly), s)
+		}
+		if g := InEffect(s, day, w, w.Add(CacheFor)).GSIShards; g != 1 {
+			t.Fatalf("raise at %s: GSI count %d a cache's life later, want the old 1", w.Format(time.TimeOnly), g)
+		}
+		if g := InEffect(s, day, w, w.Add(2*time.Minute)).GSIShards; g != 8 {
+			t.Fatalf("raise at %s: GSI count %d two minutes later, want 8", w.Format(time.TimeOnly), g)
+		}
+	}
+}

@@ -72,11 +72,15 @@ func (s Status) String() string {
 
 // Result reports a Write.
 type Result struct {
-	Status   []Status // one per item given, in order
-	Err      []error  // why an item is Failed or Invalid; nil when Stored
-	Requests int      // BatchWriteItem calls made
-	Retried  int      // items sent again after being unprocessed or throttled
-	WCU      float64  // write capacity consumed, as DynamoDB reported it
+	Status []Status // one per item given, in order
+	Err    []error  // why an item is Failed or Invalid; nil when Stored
+	// Throttled marks the items DynamoDB left unprocessed or refused in a
+	// throttled request at least once, whatever became of them after: the
+	// signal adaptive sharding watches.
+	Throttled []bool
+	Requests  int     // BatchWriteItem calls made
+	Retried   int     // items sent again after being unprocessed or throttled
+	WCU       float64 // write capacity consumed, as DynamoDB reported it
 }
 
 // Count is how many items have status s.
@@ -96,7 +100,7 @@ func (r Result) Count(s Status) int {
 // stops retrying when ctx is done or when the next back-off would outlast
 // its deadline, and reports what it did not finish as Failed.
 func (w *Writer) Write(ctx context.Context, items []item.Item) Result {
-	res := Result{Status: make([]Status, len(items)), Err: make([]error, len(items))}
+	res := Result{Status: make([]Status, len(items)), Err: make([]error, len(items)), Throttled: make([]bool, len(items))}
 	if len(items) == 0 {
 		return res
 	}
@@ -130,7 +134,7 @@ func (w *Writer) Write(ctx context.Context, items []item.Item) Result {
 				st := w.batch(ctx, items, job)
 				mu.Lock()
 				for k, i := range job {
-					res.Status[i], res.Err[i] = st.status[k], st.err[k]
+					res.Status[i], res.Err[i], res.Throttled[i] = st.status[k], st.err[k], st.throttled[k]
 				}
 				res.Requests += st.requests
 				res.Retried += st.retried
@@ -145,23 +149,24 @@ func (w *Writer) Write(ctx context.Context, items []item.Item) Result {
 	close(jobs)
 	wg.Wait()
 	for i, j := range owner {
-		res.Status[i], res.Err[i] = res.Status[j], res.Err[j]
+		res.Status[i], res.Err[i], res.Throttled[i] = res.Status[j], res.Err[j], res.Throttled[j]
 	}
 	return res
 }
 
 type batchResult struct {
-	status   []Status
-	err      []error
-	requests int
-	retried  int
-	wcu      float64
+	status    []Status
+	err       []error
+	throttled []bool
+	requests  int
+	retried   int
+	wcu       float64
 }
 
 // batch writes the items at indexes idx (at most BatchSize, distinct keys)
 // until all are stored, one proves invalid, or time runs out.
 func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchResult {
-	r := batchResult{status: make([]Status, len(idx)), err: make([]error, len(idx))}
+	r := batchResult{status: make([]Status, len(idx)), err: make([]error, len(idx)), throttled: make([]bool, len(idx))}
 	pos := make(map[[2]string]int, len(idx)) // key -> position in idx
 	pending := make([]int, len(idx))         // positions not yet stored
 	for k, i := range idx {
@@ -198,6 +203,7 @@ func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchR
 			for _, k := range pending {
 				if unprocessed[k] {
 					left = append(left, k)
+					r.throttled[k] = true
 				} else {
 					r.status[k], r.err[k] = Stored, nil
 				}
@@ -216,6 +222,7 @@ func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchR
 			for _, k := range pending {
 				one := w.batch(ctx, items, []int{idx[k]})
 				r.status[k], r.err[k] = one.status[0], one.err[0]
+				r.throttled[k] = r.throttled[k] || one.throttled[0]
 				r.requests += one.requests
 				r.retried += one.retried
 				r.wcu += one.wcu
@@ -232,6 +239,11 @@ func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchR
 			return r
 		default:
 			left = pending
+			if ddberr.Classify(err) == ddberr.Throttled {
+				for _, k := range pending {
+					r.throttled[k] = true
+				}
+			}
 		}
 		// Back off: full jitter over a ceiling that doubles each attempt.
 		ceiling := w.base() << min(attempt, 20)

@@ -16,9 +16,11 @@ type Step struct {
 // Schedule is the record of the shard counts in effect for one stream on one
 // day, ordered by From, the first step from minute 0.
 //
-// An event's shard depends on the step in effect at the event's own time, not
-// at the time it is written, so a retry lands on the same item even after a
-// count was raised. Steps are only ever appended, and only from a minute
+// An event's base-table shard depends on the step in effect at the event's
+// own time, not at the time it is written, so a retry lands on the same item
+// even after a count was raised. (Its GSI shard may follow the time of the
+// write: an item has one GSI entry whatever its key; see the writer's
+// registry.) Steps are only ever appended, and only from a minute
 // later than any event already written could carry (see the writer's
 // registry), so a step never changes the shard of a stored event. Readers
 // query every shard below MaxShards() and so never miss an event written

@@ -15,6 +15,15 @@ type event struct {
 	data []byte
 }
 
+// Stamp returns ev's JSON (ev as Put and Send take it) with an id (a
+// UUIDv7) and a time (now) when it has none, and its id: what Put and Send
+// would send. Stamp first to know an event's id before it is sent; Put and
+// Send leave a stamped event as it is.
+func Stamp(ev any, now time.Time) (id string, data []byte, err error) {
+	e, err := prepare(ev, now)
+	return e.id, e.data, err
+}
+
 // prepare encodes ev (a json.RawMessage, []byte, string of JSON, or any
 // value encoding/json makes a JSON object of) and gives it an id and a time
 // when it has none. The other members are kept byte for byte.

@@ -42,3 +42,20 @@ func TestPrepare(t *testing.T) {
 		}
 	}
 }
+
+// TestStamp: Stamp is what Put and Send send, and stamping again changes
+// nothing.
+func TestStamp(t *testing.T) {
+	now := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
+	id, data, err := Stamp(`{"source":"s","type":"t","data":{"n":12345678901234567890}}`, now)
+	if err != nil || id == "" || !strings.Contains(string(data), `"time":"2026-11-23T08:00:00Z"`) || !strings.Contains(string(data), `12345678901234567890`) {
+		t.Fatalf("Stamp: %q %s %v", id, data, err)
+	}
+	id2, data2, err := Stamp(data, now.Add(time.Hour))
+	if err != nil || id2 != id || string(data2) != string(data) {
+		t.Fatalf("Stamp again: %q %s %v", id2, data2, err)
+	}
+	if _, _, err := Stamp(`[1]`, now); err == nil {
+		t.Fatal("Stamp of an array: no error")
+	}
+}

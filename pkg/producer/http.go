@@ -3,8 +3,6 @@ package producer
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
 // Limits of one POST /v1/events request.
@@ -28,9 +25,7 @@ const (
 type HTTP struct {
 	url      string
 	client   *http.Client
-	creds    aws.CredentialsProvider
-	region   string
-	signer   *v4.Signer
+	signer   *Signer // nil: unsigned
 	attempts int
 	maxWait  time.Duration
 	backoff  backoff
@@ -47,7 +42,7 @@ func WithHTTPClient(c *http.Client) HTTPOption { return func(h *HTTP) { h.client
 // config.LoadDefaultConfig's. Without it requests are not signed, as
 // `make run`'s local server wants.
 func WithSigner(creds aws.CredentialsProvider, region string) HTTPOption {
-	return func(h *HTTP) { h.creds, h.region = creds, region }
+	return func(h *HTTP) { h.signer = NewSigner(creds, region) }
 }
 
 // WithAttempts sets how many requests a batch gets before Send gives up
@@ -65,7 +60,6 @@ func NewHTTP(baseURL string, opts ...HTTPOption) *HTTP {
 	h := &HTTP{
 		url:      strings.TrimRight(baseURL, "/") + "/v1/events",
 		client:   http.DefaultClient,
-		signer:   v4.NewSigner(),
 		attempts: 5,
 		maxWait:  30 * time.Second,
 		backoff:  backoff{200 * time.Millisecond, 10 * time.Second},
@@ -274,8 +268,10 @@ func (h *HTTP) post(ctx context.Context, batch []pending) (int, http.Header, []b
 		return 0, nil, nil, fmt.Errorf("producer: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if err := h.sign(ctx, req, body.Bytes()); err != nil {
-		return 0, nil, nil, err
+	if h.signer != nil {
+		if err := h.signer.Sign(ctx, req, body.Bytes()); err != nil {
+			return 0, nil, nil, err
+		}
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
@@ -287,19 +283,4 @@ func (h *HTTP) post(ctx context.Context, batch []pending) (int, http.Header, []b
 		return 0, nil, nil, fmt.Errorf("producer: read answer: %w", err)
 	}
 	return resp.StatusCode, resp.Header, b, nil
-}
-
-func (h *HTTP) sign(ctx context.Context, req *http.Request, body []byte) error {
-	if h.creds == nil {
-		return nil
-	}
-	creds, err := h.creds.Retrieve(ctx)
-	if err != nil {
-		return fmt.Errorf("producer: credentials: %w", err)
-	}
-	sum := sha256.Sum256(body)
-	if err := h.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "execute-api", h.region, time.Now()); err != nil {
-		return fmt.Errorf("producer: sign: %w", err)
-	}
-	return nil
 }

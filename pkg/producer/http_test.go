@@ -270,3 +270,40 @@ func verify(r *http.Request, body []byte) error {
 }
 
 func sha256sum(b []byte) [32]byte { return sha256.Sum256(b) }
+
+// TestSignerTransport: a client on Signer.Transport signs every request,
+// a GET with a query as a POST with a body, as the SDK's signer would, and
+// leaves the caller's request unsigned.
+func TestSignerTransport(t *testing.T) {
+	var errs []error
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("Authorization") == "" {
+			errs = append(errs, fmt.Errorf("%s %s unsigned", r.Method, r.URL))
+		}
+		if err := verify(r, body); err != nil {
+			errs = append(errs, err)
+		}
+		fmt.Fprint(w, "{}")
+	}))
+	defer srv.Close()
+	creds := credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "session-token")
+	c := &http.Client{Transport: producer.NewSigner(creds, "eu-west-1").Transport(nil)}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/events?source=a%20b%2Fc&limit=10", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if req.Header.Get("Authorization") != "" {
+		t.Fatal("the caller's request was changed")
+	}
+	resp, err = c.Post(srv.URL+"/v1/events", "application/json", strings.NewReader(`[{"id":"1"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+}

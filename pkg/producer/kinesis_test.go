@@ -245,72 +245,44 @@ func TestKinesisThrottling(t *testing.T) {
 	}
 }
 
-// partial fails the entries pick chooses, answering them as Kinesis does
-// (FailedRecordCount, ErrorCode) and forwarding the others to kinesalite.
-// kinesalite never fails part of a request, and the fault proxy only splits
-// DynamoDB's BatchWriteItem, so this one case uses a wrapper.
-type partial struct {
-	producer.KinesisAPI
-	pick func(data []byte) bool
-	mu   sync.Mutex
-	sent [][]string // ids per request
-}
-
-func (p *partial) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, o ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
-	var fwd []types.PutRecordsRequestEntry
-	var req []string
-	failed := make([]bool, len(in.Records))
-	for i, e := range in.Records {
-		var ev struct{ ID string }
-		json.Unmarshal(e.Data, &ev)
-		req = append(req, ev.ID)
-		if failed[i] = p.pick(e.Data); !failed[i] {
-			fwd = append(fwd, e)
-		}
-	}
-	p.mu.Lock()
-	p.sent = append(p.sent, req)
-	p.mu.Unlock()
-	var got []types.PutRecordsResultEntry
-	if len(fwd) > 0 {
-		in2 := *in
-		in2.Records = fwd
-		out, err := p.KinesisAPI.PutRecords(ctx, &in2, o...)
-		if err != nil {
-			return nil, err
-		}
-		got = out.Records
-	}
-	out := &kinesis.PutRecordsOutput{FailedRecordCount: aws.Int32(0)}
-	for _, f := range failed {
-		if f {
-			out.Records = append(out.Records, types.PutRecordsResultEntry{
-				ErrorCode: aws.String("ProvisionedThroughputExceededException"), ErrorMessage: aws.String("Rate exceeded for shard"),
-			})
-			*out.FailedRecordCount = aws.ToInt32(out.FailedRecordCount) + 1
-			continue
-		}
-		out.Records = append(out.Records, got[0])
-		got = got[1:]
-	}
-	return out, nil
-}
-
+// TestKinesisPartialFailure: the fault proxy in front of kinesalite fails
+// chosen entries of PutRecords requests (FailedRecordCount, per-entry
+// ErrorCode) and stores the others; the producer sends again only the
+// failed entries, and gives up on those that keep failing.
 func TestKinesisPartialFailure(t *testing.T) {
 	arn, name := stream(t, 1)
 	c := client(testkinesis.Endpoint(t))
-	var tries sync.Map // id -> failures so far
-	api := &partial{KinesisAPI: c, pick: func(data []byte) bool {
+	proxy, err := faultproxy.New(testkinesis.Endpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	var mu sync.Mutex
+	tries := map[string]int{} // id -> requests that carried it
+	sizes := map[int64]int{}  // request -> entries
+	proxy.SetEntryFault(func(e faultproxy.Entry) string {
 		var ev struct{ ID string }
-		json.Unmarshal(data, &ev)
+		json.Unmarshal(e.Data, &ev)
 		var n int
 		fmt.Sscanf(ev.ID, "e-%d", &n)
-		v, _ := tries.LoadOrStore(ev.ID, new(atomic.Int32))
-		// Every third event fails twice, every seventh fails for good.
-		return n%7 == 0 || n%3 == 0 && v.(*atomic.Int32).Add(1) <= 2
-	}}
+		mu.Lock()
+		defer mu.Unlock()
+		sizes[e.N]++
+		tries[ev.ID]++
+		// Every third event fails twice (an internal failure, then
+		// throttled), every seventh fails for good.
+		switch {
+		case n%7 == 0:
+			return faultproxy.EntryThrottled
+		case n%3 == 0 && tries[ev.ID] == 1:
+			return faultproxy.EntryInternalFailure
+		case n%3 == 0 && tries[ev.ID] == 2:
+			return faultproxy.EntryThrottled
+		}
+		return ""
+	})
 	out := newOutcomes()
-	p := producer.NewKinesis(api, name, producer.WithLinger(time.Hour), producer.WithRetries(4, time.Millisecond, 10*time.Millisecond), producer.WithOnResult(out.record))
+	p := producer.NewKinesis(client(proxy.URL), name, producer.WithLinger(time.Hour), producer.WithRetries(4, time.Millisecond, 10*time.Millisecond), producer.WithOnResult(out.record))
 	ctx := context.Background()
 	for i := range 42 {
 		if err := p.Put(ctx, ev(i, 10)); err != nil {
@@ -331,12 +303,12 @@ func TestKinesisPartialFailure(t *testing.T) {
 	wantOnce(t, ids(t, readAll(t, c, arn)), stored)
 	// Only the failed entries go again: 42, then the 6 sevens and 12 other
 	// threes, again the same, then the sevens twice more.
-	var sizes []int
-	for _, r := range api.sent {
-		sizes = append(sizes, len(r))
+	var got []int
+	for n := int64(1); n <= int64(len(sizes)); n++ {
+		got = append(got, sizes[n])
 	}
-	if !slices.Equal(sizes, []int{42, 18, 18, 6}) {
-		t.Fatalf("requests of %v entries, want [42 18 18 6]", sizes)
+	if !slices.Equal(got, []int{42, 18, 18, 6}) || proxy.Count("PutRecords") != 4 {
+		t.Fatalf("requests of %v entries, want [42 18 18 6]", got)
 	}
 	if len(out.ok) != len(stored) || len(out.bad) != len(given) {
 		t.Fatalf("outcomes: %d stored, %d failed; want %d, %d", len(out.ok), len(out.bad), len(stored), len(given))
@@ -348,6 +320,9 @@ func TestKinesisPartialFailure(t *testing.T) {
 	}
 	if s := p.Stats(); s.Put != 36 || s.Failed != 6 || s.Retried != 18+18+6 {
 		t.Fatalf("stats %+v", s)
+	}
+	if f := proxy.EntriesFailed.Load(); f != 18+18+6+6 {
+		t.Fatalf("proxy failed %d entries, want 48", f)
 	}
 }
 

@@ -1,0 +1,146 @@
+package ingest
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/adapt"
+	"github.com/shardline/shardline/internal/emf"
+	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// observe feeds the policy what a write showed of each source writing
+// today (adaptive sharding, internal/adapt). items[n] is the item of
+// units[idx[n]]; throttled[n] says whether DynamoDB throttled it. Events of
+// other days count for nothing: a day's counts only change while the day
+// lasts, and a late event is not today's heat.
+func (h *Handler) observe(units []unit, idx []int, items []item.Item, throttled []bool) {
+	if h.policy == nil || len(items) == 0 {
+		return
+	}
+	now := h.now()
+	today := dayNumber(now)
+	samples := map[string]*adapt.Sample{}
+	for n, u := range idx {
+		e := units[u].event
+		if e == nil || dayNumber(e.Time) != today {
+			continue
+		}
+		s := samples[e.Source]
+		if s == nil {
+			s = &adapt.Sample{}
+			samples[e.Source] = s
+		}
+		s.Items++
+		if throttled[n] {
+			s.Throttled++
+			continue
+		}
+		w := float64(itemWCU(items[n]))
+		s.WCU += w
+		s.GSIWCU += w
+	}
+	day := now.UTC().Format(bucketing.DayLayout)
+	for src, s := range samples {
+		// The batch's items were built from this schedule a moment ago:
+		// the registry answers from its cache.
+		sched, ok := h.registry.Known(bucketing.Stream{Space: bucketing.Events, Source: src}, day)
+		if !ok {
+			continue
+		}
+		h.policy.Observe(src, now, adapt.Of(shardmap.InEffect(sched, dayStart(now), now, now)), *s)
+	}
+	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {
+		h.forgot.Store(sec)
+		h.policy.Forget(now)
+	}
+}
+
+// raise records the raises the policy asks for, for the sources of units
+// writing today. It runs before a batch is written, on what earlier
+// batches showed: after a write throttled to its deadline there is no time
+// left to record anything, and a raise is what ends such writes.
+//
+// A raise is one conditional write to the shard record, made at most once
+// per doubling of a count, so it may sit on the hot path. A failed raise
+// is logged and left for the next batch: the events are written either way.
+func (h *Handler) raise(ctx context.Context, units []unit) {
+	if h.policy == nil {
+		return
+	}
+	now := h.now()
+	today := dayNumber(now)
+	day := now.UTC().Format(bucketing.DayLayout)
+	done := map[string]bool{}
+	for _, u := range units {
+		e := u.event
+		if e == nil || done[e.Source] || dayNumber(e.Time) != today {
+			continue
+		}
+		done[e.Source] = true
+		stream := bucketing.Stream{Space: bucketing.Events, Source: e.Source}
+		sched, ok := h.registry.Known(stream, day)
+		if !ok {
+			continue
+		}
+		cur, last := adapt.Of(shardmap.InEffect(sched, dayStart(now), now, now)), adapt.Of(sched.Last())
+		d, ok := h.policy.Decide(e.Source, now, cur, last)
+		if !ok {
+			continue
+		}
+		next, raised, err := h.registry.Raise(ctx, stream, day, d.To.Shards, d.To.GSIShards)
+		if err != nil {
+			h.log.Warn("adaptive sharding: raise", slog.String("event_source", e.Source), slog.String("error", err.Error()))
+			continue
+		}
+		if !raised {
+			continue // another container raised first, or the day is ending
+		}
+		step := next.Last()
+		h.log.Info("shards raised",
+			slog.String("event_source", e.Source),
+			slog.String("day", day),
+			slog.Int("shards_from", last.Shards), slog.Int("shards_to", step.Shards),
+			slog.Int("gsi_shards_from", last.GSIShards), slog.Int("gsi_shards_to", step.GSIShards),
+			slog.Time("effective", dayStart(now).Add(time.Duration(step.From)*time.Minute)),
+			slog.String("reason", d.Reason))
+		if err := h.metrics.Put(now,
+			emf.Metric{Name: "ShardRaises", Value: 1, Unit: "Count"},
+			emf.Metric{Name: "RaisedShards", Value: float64(step.Shards), Unit: "Count"},
+			emf.Metric{Name: "RaisedGSIShards", Value: float64(step.GSIShards), Unit: "Count"},
+		); err != nil {
+			h.log.Warn("metrics", slog.String("error", err.Error()))
+		}
+	}
+}
+
+// itemWCU is what writing it costs: a write unit per kilobyte or part of
+// one, counting attribute names and values as DynamoDB does. The GSI copy
+// of an event is priced the same (the full projection; a lean one costs
+// less, so the policy then errs towards more GSI shards).
+func itemWCU(it item.Item) int {
+	size := 0
+	for name, v := range it.Attrs {
+		size += len(name) + attrSize(v)
+	}
+	return max(1, (size+1023)/1024)
+}
+
+func dayStart(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
+
+func attrSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return len(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	}
+	return 8
+}
