@@ -5,69 +5,136 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/shardline/shardline/internal/adapt"
-	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
-// records is an in-memory stand-in for the table, enough for the shard
-// record: items by (pk, sk), conditions not checked.
-type records map[[2]string]map[string]types.AttributeValue
+func TestMain(m *testing.M) { testdb.Main(m) }
 
-func key(m map[string]types.AttributeValue) [2]string {
-	return [2]string{m[schema.PK].(*types.AttributeValueMemberS).Value, m[schema.SK].(*types.AttributeValueMemberS).Value}
+// at is 2026-11-22 at the clock time hh:mm:ss(.fff), UTC.
+func at(t *testing.T, clock string) time.Time {
+	t.Helper()
+	c, err := time.Parse("15:04:05.999", clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Date(2026, 11, 22, c.Hour(), c.Minute(), c.Second(), c.Nanosecond(), time.UTC)
 }
 
-func (r records) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return &dynamodb.GetItemOutput{Item: r[key(in.Key)]}, nil
-}
-
-func (r records) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	r[key(in.Item)] = in.Item
-	return &dynamodb.PutItemOutput{}, nil
-}
-
-// TestStepStartIsTheRegistrys: a raise recorded at now takes effect in the
-// simulator exactly when the shard record's writers schedule it, and a step
-// the record refuses (it would start on the next day) is refused here too.
-func TestStepStartIsTheRegistrys(t *testing.T) {
-	src := bucketing.Stream{Space: bucketing.Events, Source: "hot"}
-	for _, now := range []time.Time{
-		time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
-		time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC),
-		time.Date(2026, 11, 22, 10, 0, 59, 999e6, time.UTC),
-		time.Date(2026, 11, 22, 11, 53, 0, 1, time.UTC),
-		time.Date(2026, 11, 22, 23, 51, 59, 0, time.UTC),
-		time.Date(2026, 11, 22, 23, 52, 0, 0, time.UTC),
-		time.Date(2026, 11, 22, 23, 59, 0, 0, time.UTC),
+// TestSchedulingIsTheRegistrys: the simulator's writers record raises in
+// their in-memory shard record exactly as shardmap.Registry does on DynamoDB
+// Local: the same step starts, a pending step raised in place rather than
+// followed by another, a raise the record already holds and one that would
+// start on the next day refused. Two writers take turns, on each side.
+func TestSchedulingIsTheRegistrys(t *testing.T) {
+	ctx := context.Background()
+	table := testdb.Table(t)
+	now := time.Time{}
+	floor := adapt.Counts{Shards: 4, GSIShards: 1}
+	sim := newAdaptive(Adaptive{Floor: floor, Writers: 2})
+	var regs []*shardmap.Registry
+	for range 2 {
+		regs = append(regs, &shardmap.Registry{Client: testdb.Client(t, testdb.Endpoint(t)), Table: table,
+			Now: func() time.Time { return now },
+			Config: shardmap.Config{Shards: bucketing.Counts{Default: floor.Shards}, GSIShards: bucketing.Counts{Default: floor.GSIShards},
+				Retention: 24 * time.Hour, Carry: true}})
+	}
+	day := "2026-11-22"
+	for i, c := range []struct {
+		clock   string
+		n, g    int
+		inPlace bool // when the record takes it
+	}{
+		{"10:00:30", 4, 2, false},       // a step from 10:08 (10:07:30, rounded up)
+		{"10:00:50", 8, 8, true},        // 10:07:50 rounds up to 10:08 too: raised in place
+		{"10:00:59.999", 8, 16, true},   // still 10:08, the GSI count alone
+		{"10:01:00", 16, 16, false},     // 10:09: a new step
+		{"10:01:10", 8, 8, false},       // the record holds more: refused
+		{"10:01:59", 16, 32, true},      // 10:09 again
+		{"11:53:00.001", 32, 32, false}, // 12:01
+		{"23:51:59", 64, 64, false},     // 23:59, the day's last minute
+		{"23:52:00", 128, 128, false},   // would start on the next day: refused
 	} {
-		day := bucketing.Day(now)
-		db := records{}
-		reg := func(n, g int) *shardmap.Registry {
-			return &shardmap.Registry{Client: db, Table: "t", Now: func() time.Time { return now },
-				Config: shardmap.Config{Shards: bucketing.Counts{Default: n}, GSIShards: bucketing.Counts{Default: g}, Retention: time.Hour}}
-		}
-		if _, err := reg(4, 1).Schedule(context.Background(), src, day); err != nil {
-			t.Fatal(err)
-		}
-		s, err := reg(8, 2).Schedule(context.Background(), src, day)
+		now = at(t, c.clock)
+		w := sim.writers[i%2]
+		sim.schedule(w, "hot", now)
+		got := sim.raise(w, "hot", now, adapt.Counts{Shards: c.n, GSIShards: c.g}, "test")
+		want, wantRaised, err := regs[i%2].Raise(ctx, events("hot"), day, c.n, c.g)
 		if err != nil {
 			t.Fatal(err)
 		}
-		from := StepStart(now)
-		if bucketing.Day(from) != day {
-			if len(s) != 1 {
-				t.Errorf("at %v the registry recorded %+v; the simulator refuses a step on %s", now, s, bucketing.Day(from))
-			}
+		if got != wantRaised {
+			t.Fatalf("%s: raise to %d/%d: the simulator recorded it %v, the registry %v", c.clock, c.n, c.g, got, wantRaised)
+		}
+		if !got {
 			continue
 		}
-		if len(s) != 2 || s[1].From != from.Hour()*60+from.Minute() {
-			t.Errorf("at %v the registry recorded %+v; the simulator starts the step at %v", now, s, from)
+		x := sim.raises[len(sim.raises)-1]
+		step := want.Last()
+		if x.From != dayStart(now).Add(time.Duration(step.From)*time.Minute) || x.Shards != step.Shards || x.GSI != step.GSIShards ||
+			x.InPlace != c.inPlace {
+			t.Fatalf("%s: the simulator recorded %+v; the registry's last step is %+v (in place: %v)", c.clock, x, step, c.inPlace)
 		}
+	}
+	stored, _, err := regs[0].Lookup(ctx, events("hot"), day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sched := sim.scheds[[2]string{"hot", day}]; !equal(sched, stored) {
+		t.Fatalf("the simulator's record %+v, the registry's %+v", sched, stored)
+	}
+	want := bucketing.Schedule{{From: 0, Shards: 4, GSIShards: 1}, {From: 608, Shards: 8, GSIShards: 16},
+		{From: 609, Shards: 16, GSIShards: 32}, {From: 721, Shards: 32, GSIShards: 32}, {From: 1439, Shards: 64, GSIShards: 64}}
+	if !equal(stored, want) {
+		t.Fatalf("record %+v, want %+v", stored, want)
+	}
+}
+
+func equal(a, b bucketing.Schedule) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRampRaisesReplayOnTheRegistry: the raises the eight-writer linear
+// ramp records, replayed at their times on a registry over DynamoDB Local,
+// are each taken, and leave the steps, in place or added, that the
+// simulator reports.
+func TestRampRaisesReplayOnTheRegistry(t *testing.T) {
+	ctx := context.Background()
+	r := ramp(false, 8)
+	now := time.Time{}
+	reg := &shardmap.Registry{Client: testdb.Client(t, testdb.Endpoint(t)), Table: testdb.Table(t), Now: func() time.Time { return now },
+		Config: shardmap.Config{Shards: bucketing.Counts{Default: 4}, GSIShards: bucketing.Counts{Default: 1}, Retention: time.Hour}}
+	steps := 1
+	inPlace := 0
+	for _, x := range r.Raises {
+		now = x.Recorded
+		sched, raised, err := reg.Raise(ctx, events(x.Source), bucketing.Day(now), x.Shards, x.GSI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !x.InPlace {
+			steps++
+		} else {
+			inPlace++
+		}
+		last := sched.Last()
+		if !raised || len(sched) != steps || x.From != dayStart(now).Add(time.Duration(last.From)*time.Minute) ||
+			last.Shards != x.Shards || last.GSIShards != x.GSI {
+			t.Fatalf("raise %+v: the registry took it %v, its schedule %+v", x, raised, sched)
+		}
+	}
+	if inPlace == 0 {
+		t.Fatalf("no raise in place among %+v", r.Raises)
 	}
 }
 
@@ -85,23 +152,33 @@ func TestAdaptiveDefaultsAndQuietSource(t *testing.T) {
 	}
 }
 
-// TestRaisesFollowTheRecord: every raise takes effect at StepStart of its
-// recording, in a later minute than the one before, on the same day, and
-// counts never fall; the keys written follow the counts in effect.
+// TestRaisesFollowTheRecord: under both ramps, with one writer and eight,
+// every raise's table count takes effect a lead after it was recorded
+// (rounded up to a minute; later for a pending step raised in place), on
+// the same day; its GSI count, when it raised that, applies Lead - CacheFor
+// sooner, as shardmap.InEffect has writers apply it; counts never fall.
 func TestRaisesFollowTheRecord(t *testing.T) {
 	for _, exp := range []bool{false, true} {
 		for _, writers := range []int{1, 8} {
-			r := ramp(exp, "as written", writers)
+			r := ramp(exp, writers)
 			if len(r.Raises) == 0 {
 				t.Fatalf("exponential %v, %d writers: no raise", exp, writers)
 			}
 			prev := Raise{Shards: 4, GSI: 1}
 			for i, x := range r.Raises {
-				if !x.From.Equal(StepStart(x.Recorded)) || bucketing.Day(x.From) != bucketing.Day(x.Recorded) {
-					t.Errorf("raise %d %+v: effective %v, want %v", i, x, x.From, StepStart(x.Recorded))
+				lead := x.From.Sub(x.Recorded)
+				if lead <= shardmap.Lead || !x.InPlace && lead > shardmap.Lead+time.Minute || x.From.Second() != 0 ||
+					bucketing.Day(x.From) != bucketing.Day(x.Recorded) {
+					t.Errorf("raise %d %+v: effective %v after it was recorded", i, x, lead)
 				}
-				if i > 0 && !x.From.After(prev.From) || x.Shards < prev.Shards || x.GSI < prev.GSI ||
-					(x.Shards == prev.Shards && x.GSI == prev.GSI) || x.GSI > adapt.DefaultMax || x.Shards > adapt.DefaultMax {
+				if !x.GSIFrom.IsZero() && !x.GSIFrom.Equal(x.From.Add(-(shardmap.Lead - shardmap.CacheFor))) {
+					t.Errorf("raise %d %+v: GSI count from %v", i, x, x.GSIFrom)
+				}
+				if i > 0 && (x.InPlace != x.From.Equal(prev.From) || x.From.Before(prev.From)) {
+					t.Errorf("raise %d %+v after %+v", i, x, prev)
+				}
+				if x.Shards < prev.Shards || x.GSI < prev.GSI || (x.Shards == prev.Shards && x.GSI == prev.GSI) ||
+					x.GSI > adapt.DefaultMax || x.Shards > adapt.DefaultMax {
 					t.Errorf("raise %d %+v after %+v", i, x, prev)
 				}
 				prev = x
@@ -110,21 +187,33 @@ func TestRaisesFollowTheRecord(t *testing.T) {
 	}
 }
 
-// TestWritersSplitTheRate: each writer sees 1/W of the source's items, and
-// the items add up.
+// TestWritersSplitTheRate: each writer writes 1/W of the source's items and
+// tells its policy of its own share, its throttled items and the write
+// units of the rest only; the items add up.
 func TestWritersSplitTheRate(t *testing.T) {
+	st := newAdaptive(Adaptive{Writers: 3})
 	var seen []*recorder
-	st := newAdaptive(Adaptive{Writers: 3, NewPolicy: func() Policy { r := &recorder{}; seen = append(seen, r); return r }})
-	st.observe("s", start, 1000, 1, 0.5)
+	for _, w := range st.writers {
+		r := &recorder{}
+		w.policy = r
+		seen = append(seen, r)
+	}
 	total := 0
+	for _, b := range st.batches("s", start, 1000) {
+		if b.cur != (adapt.Counts{Shards: 4, GSIShards: 1}) {
+			t.Errorf("a writer placed under %+v", b.cur)
+		}
+		st.observe("s", start, b, 2, 0.5)
+	}
 	for _, r := range seen {
-		if r.s.Items < 333 || r.s.Items > 334 || r.s.Throttled < 166 || r.s.Throttled > 167 || r.s.WCU != float64(r.s.Items) {
+		if r.s.Items < 333 || r.s.Items > 334 || r.s.Throttled < 166 || r.s.Throttled > 167 ||
+			r.s.WCU != 2*float64(r.s.Items-r.s.Throttled) || r.s.GSIWCU != r.s.WCU {
 			t.Errorf("a writer saw %+v", r.s)
 		}
 		total += r.s.Items
 	}
-	if len(seen) != 3 || total != 1000 {
-		t.Fatalf("%d writers saw %d items", len(seen), total)
+	if total != 1000 {
+		t.Fatalf("the writers saw %d items", total)
 	}
 }
 

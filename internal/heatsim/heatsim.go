@@ -5,9 +5,10 @@
 // and its sources are in docs/heatsim.md.
 //
 // Besides designs with fixed counts it runs shardline with adaptive write
-// sharding (AdaptiveDesign): internal/adapt's policy raises the counts as
-// the shard record would, and CompareRamp sets it against fixed counts
-// under a source that turns hot.
+// sharding (AdaptiveDesign) as the ingest function runs it: each writer's
+// internal/adapt policy raises the counts through a shardmap.Registry, and
+// writes are placed by shardmap.InEffect. CompareRamp sets it against fixed
+// counts under a source that turns hot.
 package heatsim
 
 import (
@@ -251,149 +252,6 @@ func (tb *Table) step(t time.Time, demand map[string]float64) (map[string]float6
 	}
 	tb.totals = append(tb.totals, total)
 	return throttled, hottest
-}
-
-// Result is one design's outcome.
-type Result struct {
-	Design          string  `json:"design"`
-	HottestLoad     float64 `json:"hottest_partition_load"` // peak demand on one partition / its ceiling
-	ThrottledPct    float64 `json:"throttled_writes_pct"`
-	GSIThrottledPct float64 `json:"gsi_backpressure_throttled_pct"`
-	HottestGSILoad  float64 `json:"hottest_gsi_partition_load"`
-	ReadRequests    int     `json:"read_requests_newest100_24h"`
-	// Raises are the steps an adaptive design recorded, in order.
-	Raises []Raise `json:"raises,omitempty"`
-	// Unrecorded counts the raises an adaptive design's writers asked for
-	// that the shard record could not take, because a step already starts
-	// in the same minute (they ask again the next second).
-	Unrecorded int `json:"unrecorded_raises,omitempty"`
-
-	start time.Time
-	secs  []second // every simulated second, in order
-}
-
-// second is the write units one simulated second attempted and throttled.
-type second struct{ attempted, throttled float64 }
-
-// ThrottledPctFrom is the share of writes throttled from t to the end of
-// the run, in percent (0 when nothing was attempted then).
-func (r Result) ThrottledPctFrom(t time.Time) float64 {
-	var a, th float64
-	for i, s := range r.secs {
-		if !r.start.Add(time.Duration(i) * time.Second).Before(t) {
-			a += s.attempted
-			th += s.throttled
-		}
-	}
-	if a == 0 {
-		return 0
-	}
-	return 100 * th / a
-}
-
-// Run simulates the workload under each design. The table and its GSI
-// start warm: they served the workload's base rate before (PrevPeakWCU), as
-// a production table that has been running has. isolateAfter is how long
-// adaptive capacity takes to give hot keys partitions of their own.
-func Run(w Workload, designs []Design, isolateAfter time.Duration) []Result {
-	wcu := math.Max(1, math.Ceil(w.ItemKB))
-	var base, busiest float64
-	busiestName := ""
-	for _, s := range w.Sources {
-		base += s.Rate
-		if s.Rate > busiest {
-			busiest, busiestName = s.Rate, s.Name
-		}
-	}
-	var out []Result
-	for _, d := range designs {
-		table := newTable(base*wcu, w.StoredGB, isolateAfter)
-		gsi := newTable(base*wcu, w.StoredGB, isolateAfter)
-		var attempted, throttled, gsiThrottled float64
-		r := Result{Design: d.Name, start: w.Start}
-		var ad *adaptive
-		if d.Adapt != nil {
-			ad = newAdaptive(*d.Adapt)
-		} else {
-			r.ReadRequests = d.Reads(busiest * 3600)
-		}
-		type spread struct {
-			rate      float64
-			base, gsi []string
-		}
-		for sec := time.Duration(0); sec < w.Duration; sec += time.Second {
-			t := w.Start.Add(sec)
-			factor := 1.0
-			if w.BurstFactor > 0 && sec >= w.BurstAt && sec < w.BurstAt+w.BurstLength {
-				factor = w.BurstFactor
-			}
-			if w.Profile != nil {
-				factor *= w.Profile(sec)
-			}
-			demand := map[string]float64{}
-			var spreads []spread
-			for _, s := range w.Sources {
-				rate := s.Rate * factor * wcu
-				var b, g []string
-				if ad != nil {
-					c := ad.counts(s.Name, t)
-					b, g = shardlineKeys(s.Name, t, c.Shards, c.GSIShards)
-				} else {
-					b, g = d.Keys(s.Name, t)
-				}
-				for _, k := range b {
-					demand[k] += rate / float64(len(b))
-				}
-				spreads = append(spreads, spread{rate, b, g})
-			}
-			th, hot := table.step(t, demand)
-			r.HottestLoad = math.Max(r.HottestLoad, hot)
-			// The base and GSI shards come from independent halves of the
-			// hash, so the GSI sees each source's writes that the table
-			// took, spread evenly over its GSI keys.
-			gdemand := map[string]float64{}
-			passed := make([]float64, len(spreads))
-			for i, sp := range spreads {
-				var bt float64
-				for _, k := range sp.base {
-					bt += th[k] / float64(len(sp.base))
-				}
-				passed[i] = 1 - bt
-				for _, k := range sp.gsi {
-					gdemand[k] += sp.rate * passed[i] / float64(len(sp.gsi))
-				}
-			}
-			gth, ghot := gsi.step(t, gdemand)
-			r.HottestGSILoad = math.Max(r.HottestGSILoad, ghot)
-			var this second
-			for i, sp := range spreads {
-				var gt float64
-				for _, k := range sp.gsi {
-					gt += gth[k] / float64(len(sp.gsi))
-				}
-				// A write the GSI cannot take is refused on the table too
-				// (back-pressure).
-				share := 1 - passed[i]*(1-gt)
-				this.attempted += sp.rate
-				this.throttled += sp.rate * share
-				gsiThrottled += sp.rate * passed[i] * gt
-				if ad != nil {
-					ad.observe(w.Sources[i].Name, t, sp.rate/wcu, wcu, share)
-				}
-			}
-			attempted += this.attempted
-			throttled += this.throttled
-			r.secs = append(r.secs, this)
-		}
-		r.ThrottledPct = 100 * throttled / attempted
-		r.GSIThrottledPct = 100 * gsiThrottled / attempted
-		if ad != nil {
-			r.Raises, r.Unrecorded = ad.raises, ad.unrecorded
-			r.ReadRequests = gsiReads(busiest*3600, ad.maxGSIShards(busiestName))
-		}
-		out = append(out, r)
-	}
-	return out
 }
 
 // Advice is the shard counts to configure for a source, checked by

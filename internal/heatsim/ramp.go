@@ -52,10 +52,13 @@ func (r Ramp) Workload() Workload {
 // RampRow is one design's outcome under a ramp.
 type RampRow struct {
 	Result
-	// Since is when the first adaptive design's first raise took effect
-	// (this design's own, for an adaptive one); AfterPct is the share of
-	// writes throttled from then to the end, in percent.
+	// Since is when the first adaptive design's first raise took effect on
+	// the table, its step's start (this design's own, for an adaptive
+	// one); AfterPct is the share of writes throttled from then to the
+	// end, in percent. GSISince, for an adaptive design, is when that
+	// raise's GSI count applied, sooner (shardmap.InEffect).
 	Since    time.Time `json:"since"`
+	GSISince time.Time `json:"gsi_since,omitzero"`
 	AfterPct float64   `json:"throttled_after_first_raise_pct"`
 }
 
@@ -78,7 +81,8 @@ func CompareRamp(r Ramp, writers ...int) []RampRow {
 		ds = append(ds, AdaptiveDesign(Adaptive{Writers: w}))
 	}
 	rs := Run(r.Workload(), ds, 0)
-	since := r.Start.Add(r.Rise + r.Hold)
+	end := r.Start.Add(r.Rise + r.Hold)
+	since := end
 	for _, res := range rs {
 		if len(res.Raises) > 0 {
 			since = res.Raises[0].From
@@ -87,14 +91,15 @@ func CompareRamp(r Ramp, writers ...int) []RampRow {
 	}
 	out := make([]RampRow, len(rs))
 	for i, res := range rs {
-		s := since
+		row := RampRow{Result: res, Since: since}
 		if ds[i].Adapt != nil {
-			s = r.Start.Add(r.Rise + r.Hold)
+			row.Since = end
 			if len(res.Raises) > 0 {
-				s = res.Raises[0].From
+				row.Since, row.GSISince = res.Raises[0].From, res.Raises[0].GSIFrom
 			}
 		}
-		out[i] = RampRow{Result: res, Since: s, AfterPct: res.ThrottledPctFrom(s)}
+		row.AfterPct = res.ThrottledPctFrom(row.Since)
+		out[i] = row
 	}
 	return out
 }
