@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -26,15 +27,17 @@ With -ramp it runs issue 14's ramp instead: one source rising from
 -ramp-from to -rate events a second over -rise (linearly, or with
 -exponential exponentially), then holding for -hold, under shardline with
 the default counts fixed (4/1), with the counts advise gives for -rate
-fixed, and with adaptive write sharding (internal/adapt, raises taking
-effect when the shard record would schedule them) for one writer
-container and for -writers. The table is warm for the peak, so on-demand's
-table limits never bind. It prints the writes throttled over the run and
-from the moment the adaptive design's first raise took effect, the reads a
-page costs on the day, and each raise: when it was recorded, when it took
-effect, and the counts. -sources, -zipf, -burst, -duration,
--article-shards, -isolate-after and -stored-gb do not apply to the ramp
-(adaptive capacity isolates at once; no data is stored).
+fixed, and with adaptive write sharding (internal/adapt, raises recorded
+as the shard record records them, GSI counts applied sooner than table
+counts as the ingest function applies them) for one writer container and
+for -writers. The table is warm for the peak, so on-demand's table limits
+never bind. It prints the writes throttled over the run and from the
+moment the adaptive design's first raise took effect on the table, the
+reads a page costs on the day, and each raise: when it was recorded, when
+its GSI count and its table count took effect, and the counts. -sources,
+-zipf, -burst, -duration, -article-shards, -isolate-after and -stored-gb
+do not apply to the ramp (adaptive capacity isolates at once; no data is
+stored).
 
 examples:
   shardline heatsim -duration 2m         one source at 50,000 events/s
@@ -131,20 +134,28 @@ func printRamp(stdout io.Writer, r heatsim.Ramp, rows []heatsim.RampRow, jsonOut
 	fmt.Fprintf(stdout, "one source, %.0f to %.0f events/s of %.1f KB, %s over %v from %s UTC, then %v at %.0f;\n",
 		r.From, r.To, r.ItemKB, shape, r.Rise, r.Start.Format("15:04"), r.Hold, r.To)
 	fmt.Fprintf(stdout, "table and GSI warm for %.0f WCU/s (on-demand takes twice that at once)\n\n", r.To*math.Max(1, math.Ceil(r.ItemKB)))
-	row := "%s\t%.2f%%\t%s\t%.2f%%\t%.2f%%\t%d\t%d\t\n"
+	row := "%s\t%.2f%%\t%s\t%s\t%s\t%.2f%%\t%d\t%d\t\n"
 	var tw *tabwriter.Writer
 	out := stdout
 	if markdown {
-		fmt.Fprintln(stdout, "| design | throttled | first raise effective | throttled from then | GSI back-pressure | raises | reads/page |")
-		fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|")
-		row = "| %s | %.2f %% | %s | %.2f %% | %.2f %% | %d | %d |\n"
+		fmt.Fprintln(stdout, "| design | throttled | first raise: GSI count from | table count from | throttled from then | GSI back-pressure | raises | reads/page |")
+		fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|---:|")
+		row = "| %s | %.2f %% | %s | %s | %s | %.2f %% | %d | %d |\n"
 	} else {
 		tw = tabwriter.NewWriter(stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 		out = tw
-		fmt.Fprintln(tw, "design\tthrottled\tfirst raise effective\tthrottled from then\tGSI back-pressure\traises\treads/page\t")
+		fmt.Fprintln(tw, "design\tthrottled\tfirst raise: GSI count from\ttable count from\tthrottled from then\tGSI back-pressure\traises\treads/page\t")
 	}
+	end := r.Start.Add(r.Rise + r.Hold)
 	for _, x := range rows {
-		fmt.Fprintf(out, row, x.Design, x.ThrottledPct, x.Since.Format("15:04"), x.AfterPct, x.GSIThrottledPct, len(x.Raises), x.ReadRequests)
+		after := "—" // no raise took effect before the run's end
+		if x.Since.Before(end) {
+			after = fmt.Sprintf("%.2f%%", x.AfterPct)
+			if markdown {
+				after = fmt.Sprintf("%.2f %%", x.AfterPct)
+			}
+		}
+		fmt.Fprintf(out, row, x.Design, x.ThrottledPct, clock(x.GSISince, "15:04"), x.Since.Format("15:04"), after, x.GSIThrottledPct, len(x.Raises), x.ReadRequests)
 	}
 	if tw != nil {
 		if err := tw.Flush(); err != nil {
@@ -152,24 +163,46 @@ func printRamp(stdout io.Writer, r heatsim.Ramp, rows []heatsim.RampRow, jsonOut
 		}
 	}
 	for _, x := range rows {
-		if len(x.Raises) == 0 {
-			continue
-		}
-		fmt.Fprintf(stdout, "\nraises of %s (recorded, effective, shards/GSI shards, the policy's reason):\n\n", x.Design)
-		for _, rs := range x.Raises {
-			if markdown {
-				fmt.Fprint(stdout, "- ")
-			} else {
-				fmt.Fprint(stdout, "  ")
-			}
-			after := ""
-			if !rs.From.Before(r.Start.Add(r.Rise + r.Hold)) {
-				after = ", after the run's end"
-			}
-			fmt.Fprintf(stdout, "%s → %s: %d/%d (%s%s)\n", rs.Recorded.Format("15:04:05"), rs.From.Format("15:04"), rs.Shards, rs.GSI, rs.Reason, after)
+		if len(x.Raises) > 0 {
+			printRaises(stdout, end, x, markdown)
 		}
 	}
 	return nil
+}
+
+// printRaises lists an adaptive design's raises: when each was recorded,
+// when its GSI count and its table count took effect, the counts, and the
+// policy's reason.
+func printRaises(stdout io.Writer, end time.Time, x heatsim.RampRow, markdown bool) {
+	fmt.Fprintf(stdout, "\nraises of %s (recorded → GSI count from, table count from: shards/GSI shards, the policy's reason):\n\n", x.Design)
+	for _, rs := range x.Raises {
+		if markdown {
+			fmt.Fprint(stdout, "- ")
+		} else {
+			fmt.Fprint(stdout, "  ")
+		}
+		var notes []string
+		if rs.InPlace {
+			notes = append(notes, "the pending step raised in place")
+		}
+		if !rs.From.Before(end) {
+			notes = append(notes, "table count after the run's end")
+		}
+		note := ""
+		if len(notes) > 0 {
+			note = "; " + strings.Join(notes, "; ")
+		}
+		fmt.Fprintf(stdout, "%s → %s, %s: %d/%d (%s%s)\n", rs.Recorded.Format("15:04:05"), clock(rs.GSIFrom, "15:04"),
+			rs.From.Format("15:04"), rs.Shards, rs.GSI, rs.Reason, note)
+	}
+}
+
+// clock is t in layout, or "—" for the zero time.
+func clock(t time.Time, layout string) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.Format(layout)
 }
 
 // printDesigns prints one row per key design.
