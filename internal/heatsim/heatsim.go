@@ -3,6 +3,12 @@
 // run hot, how many writes are throttled on the table and, through GSI
 // back-pressure, by the index, and what a dashboard read costs. The model
 // and its sources are in docs/heatsim.md.
+//
+// Besides designs with fixed counts it runs shardline with adaptive write
+// sharding (AdaptiveDesign) as the ingest function runs it: each writer's
+// internal/adapt policy raises the counts through a shardmap.Registry, and
+// writes are placed by shardmap.InEffect. CompareRamp sets it against fixed
+// counts under a source that turns hot.
 package heatsim
 
 import (
@@ -34,6 +40,11 @@ type Design struct {
 	// Reads is the number of queries "the newest 100 events of the last 24
 	// hours" costs for a source writing perHour events an hour.
 	Reads func(perHour float64) int
+	// Adapt, when set, makes the design shardline's with counts that rise
+	// over the run (adaptive write sharding); Keys and Reads are then not
+	// used: the keys follow the counts in effect, and a page queries every
+	// GSI shard up to the day's largest count.
+	Adapt *Adaptive
 }
 
 func numbered(prefix string, n int) []string {
@@ -48,39 +59,48 @@ func numbered(prefix string, n int) []string {
 // the given shard counts (the articles' suffixes use articleShards).
 func Designs(articleShards, shards, gsiShards int) []Design {
 	day := func(t time.Time) string { return t.UTC().Format(bucketing.DayLayout) }
-	hour := func(t time.Time) string { return t.UTC().Format(bucketing.HourLayout) }
-	// The GSI walks hour buckets until 100 events are found, each bucket
-	// costing one query per GSI shard.
-	gsiReads := func(g int) func(float64) int {
-		return func(perHour float64) int { return g * int(math.Min(24, math.Ceil(100/math.Max(perHour, 1e-9)))) }
-	}
 	shardline := func(g int) func(string, time.Time) ([]string, []string) {
-		return func(s string, t time.Time) ([]string, []string) {
-			base := make([]string, shards)
-			for i := range base {
-				base[i] = bucketing.Stream{Space: bucketing.Events, Source: s}.PK(day(t), i)
-			}
-			gsi := make([]string, g)
-			for i := range gsi {
-				gsi[i] = bucketing.GSIPK(s, hour(t), i)
-			}
-			return base, gsi
-		}
+		return func(s string, t time.Time) ([]string, []string) { return shardlineKeys(s, t, shards, g) }
 	}
+	fixed := func(n int) func(float64) int { return func(float64) int { return n } }
+	gsiFixed := func(g int) func(float64) int { return func(perHour float64) int { return gsiReads(perHour, g) } }
 	return []Design{
-		{"single key (EVENTS)", func(string, time.Time) ([]string, []string) { return []string{"EVENTS"}, nil },
-			func(float64) int { return 1 }},
-		{"daily bucket (EVENTS#day)", func(_ string, t time.Time) ([]string, []string) { return []string{"EVENTS#" + day(t)}, nil },
-			func(float64) int { return 1 }},
-		{fmt.Sprintf("random suffix, %d shards", articleShards), func(_ string, t time.Time) ([]string, []string) {
+		{Name: "single key (EVENTS)", Keys: func(string, time.Time) ([]string, []string) { return []string{"EVENTS"}, nil },
+			Reads: fixed(1)},
+		{Name: "daily bucket (EVENTS#day)", Keys: func(_ string, t time.Time) ([]string, []string) { return []string{"EVENTS#" + day(t)}, nil },
+			Reads: fixed(1)},
+		{Name: fmt.Sprintf("random suffix, %d shards", articleShards), Keys: func(_ string, t time.Time) ([]string, []string) {
 			return numbered("EVENTS#"+day(t)+"#r", articleShards), nil
-		}, func(float64) int { return articleShards }},
-		{fmt.Sprintf("calculated suffix, %d shards", articleShards), func(_ string, t time.Time) ([]string, []string) {
+		}, Reads: fixed(articleShards)},
+		{Name: fmt.Sprintf("calculated suffix, %d shards", articleShards), Keys: func(_ string, t time.Time) ([]string, []string) {
 			return numbered("EVENTS#"+day(t)+"#c", articleShards), nil
-		}, func(float64) int { return articleShards }},
-		{fmt.Sprintf("shardline, %d shards, 1 GSI shard", shards), shardline(1), gsiReads(1)},
-		{fmt.Sprintf("shardline, %d shards, %d GSI shards", shards, gsiShards), shardline(gsiShards), gsiReads(gsiShards)},
+		}, Reads: fixed(articleShards)},
+		{Name: fmt.Sprintf("shardline, %d shards, 1 GSI shard", shards), Keys: shardline(1), Reads: gsiFixed(1)},
+		{Name: fmt.Sprintf("shardline, %d shards, %d GSI shards", shards, gsiShards), Keys: shardline(gsiShards), Reads: gsiFixed(gsiShards)},
 	}
+}
+
+// shardlineKeys are shardline's partition keys for source's events at t
+// under n base-table shards and g GSI shards: (source, UTC day, shard) and
+// (source, UTC hour, GSI shard).
+func shardlineKeys(source string, t time.Time, n, g int) (base, gsi []string) {
+	day, hour := t.UTC().Format(bucketing.DayLayout), t.UTC().Format(bucketing.HourLayout)
+	base = make([]string, n)
+	for i := range base {
+		base[i] = bucketing.Stream{Space: bucketing.Events, Source: source}.PK(day, i)
+	}
+	gsi = make([]string, g)
+	for i := range gsi {
+		gsi[i] = bucketing.GSIPK(source, hour, i)
+	}
+	return base, gsi
+}
+
+// gsiReads is what "the newest 100 events of the last 24 hours" costs on
+// shardline's GSI with g shards: the reader walks hour buckets, newest
+// first, until 100 events are found, each bucket one query per GSI shard.
+func gsiReads(perHour float64, g int) int {
+	return g * int(math.Min(24, math.Ceil(100/math.Max(perHour, 1e-9))))
 }
 
 // Source is one producer of the workload.
@@ -103,6 +123,10 @@ type Workload struct {
 	// at BurstAt.
 	BurstAt, BurstLength time.Duration
 	BurstFactor          float64
+	// Profile, if set, multiplies every rate by Profile(elapsed) as well:
+	// a ramp (RampWorkload). The sources' rates are then their peaks, at
+	// a profile of 1; the table is warm for them all the same.
+	Profile func(elapsed time.Duration) float64
 }
 
 // Zipf spreads total events a second over n sources with exponent s: the
@@ -228,91 +252,6 @@ func (tb *Table) step(t time.Time, demand map[string]float64) (map[string]float6
 	}
 	tb.totals = append(tb.totals, total)
 	return throttled, hottest
-}
-
-// Result is one design's outcome.
-type Result struct {
-	Design          string  `json:"design"`
-	HottestLoad     float64 `json:"hottest_partition_load"` // peak demand on one partition / its ceiling
-	ThrottledPct    float64 `json:"throttled_writes_pct"`
-	GSIThrottledPct float64 `json:"gsi_backpressure_throttled_pct"`
-	HottestGSILoad  float64 `json:"hottest_gsi_partition_load"`
-	ReadRequests    int     `json:"read_requests_newest100_24h"`
-}
-
-// Run simulates the workload under each design. The table and its GSI
-// start warm: they served the workload's base rate before (PrevPeakWCU), as
-// a production table that has been running has. isolateAfter is how long
-// adaptive capacity takes to give hot keys partitions of their own.
-func Run(w Workload, designs []Design, isolateAfter time.Duration) []Result {
-	wcu := math.Max(1, math.Ceil(w.ItemKB))
-	var base, busiest float64
-	for _, s := range w.Sources {
-		base += s.Rate
-		busiest = math.Max(busiest, s.Rate)
-	}
-	var out []Result
-	for _, d := range designs {
-		table := newTable(base*wcu, w.StoredGB, isolateAfter)
-		gsi := newTable(base*wcu, w.StoredGB, isolateAfter)
-		var attempted, throttled, gsiThrottled float64
-		r := Result{Design: d.Name, ReadRequests: d.Reads(busiest * 3600)}
-		type spread struct {
-			rate      float64
-			base, gsi []string
-		}
-		for sec := time.Duration(0); sec < w.Duration; sec += time.Second {
-			t := w.Start.Add(sec)
-			factor := 1.0
-			if w.BurstFactor > 0 && sec >= w.BurstAt && sec < w.BurstAt+w.BurstLength {
-				factor = w.BurstFactor
-			}
-			demand := map[string]float64{}
-			var spreads []spread
-			for _, s := range w.Sources {
-				rate := s.Rate * factor * wcu
-				b, g := d.Keys(s.Name, t)
-				for _, k := range b {
-					demand[k] += rate / float64(len(b))
-				}
-				spreads = append(spreads, spread{rate, b, g})
-			}
-			th, hot := table.step(t, demand)
-			r.HottestLoad = math.Max(r.HottestLoad, hot)
-			// The base and GSI shards come from independent halves of the
-			// hash, so the GSI sees each source's writes that the table
-			// took, spread evenly over its GSI keys.
-			gdemand := map[string]float64{}
-			passed := make([]float64, len(spreads))
-			for i, sp := range spreads {
-				var bt float64
-				for _, k := range sp.base {
-					bt += th[k] / float64(len(sp.base))
-				}
-				passed[i] = 1 - bt
-				for _, k := range sp.gsi {
-					gdemand[k] += sp.rate * passed[i] / float64(len(sp.gsi))
-				}
-			}
-			gth, ghot := gsi.step(t, gdemand)
-			r.HottestGSILoad = math.Max(r.HottestGSILoad, ghot)
-			for i, sp := range spreads {
-				var gt float64
-				for _, k := range sp.gsi {
-					gt += gth[k] / float64(len(sp.gsi))
-				}
-				// A write the GSI cannot take is refused on the table too
-				// (back-pressure).
-				attempted += sp.rate
-				throttled += sp.rate * (1 - passed[i]*(1-gt))
-				gsiThrottled += sp.rate * passed[i] * gt
-			}
-		}
-		r.ThrottledPct = 100 * throttled / attempted
-		r.GSIThrottledPct = 100 * gsiThrottled / attempted
-		out = append(out, r)
-	}
-	return out
 }
 
 // Advice is the shard counts to configure for a source, checked by
