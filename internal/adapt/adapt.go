@@ -19,7 +19,11 @@
 //     demand is above what its keys take, by an unknown amount, since a
 //     throttled writer only sees the rate that got through. Then the
 //     index whose keys carry the most per key gets 4 to 16 times its
-//     current count, more the larger the throttled share.
+//     current count, more the larger the throttled share, and both
+//     indexes get at least what the demand the throttling implies needs
+//     (the hot index's keys at their ceiling, over the share let through,
+//     planned at twice): every writer sees the same share, however few of
+//     the source's items it writes.
 //
 // Every raise at least doubles the last scheduled count and none goes past
 // Max, so a day sees at most log2(Max/floor) raises per index. Counts are
@@ -230,6 +234,16 @@ func (p *Policy) Decide(source string, now time.Time, cur, last Counts) (Decisio
 		if loadG >= hot/2 {
 			needG = max(needG, step*cur.GSIShards)
 		}
+		// What the source asks of its keys, whichever writer measures
+		// it: the hot index's keys let through their ceiling and refuse
+		// the throttled share. Every item is written to both indexes, so
+		// both must carry it, planned at twice, as the rate is.
+		hotKeys := cur.Shards
+		if loadG > loadN {
+			hotKeys = cur.GSIShards
+		}
+		implied := p.need(2 * float64(hotKeys) * p.keyWCU() / max(1-d.Throttled, 1.0/MaxStep))
+		needN, needG = max(needN, implied), max(needG, implied)
 	}
 	d.To = Counts{p.raise(last.Shards, needN), p.raise(last.GSIShards, needG)}
 	if d.To == last {

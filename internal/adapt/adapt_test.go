@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -156,5 +158,21 @@ func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
 	}
 	if d, ok := q.Decide("f", t0.Add(9*time.Second), cur, cur); !ok || d.To.GSIShards > 4 || d.To.Shards != 4 {
 		t.Fatalf("flat 800 WCU/s: %+v %v", d, ok)
+	}
+}
+
+// TestThrottlingImpliesTheSourcesDemand: one writer of eight sees an eighth
+// of what gets through, but the throttled share is the source's: the GSI's
+// one key lets 1,000 WCU/s through and refuses 75 %, so the source asks
+// for 4,000, planned at twice. Both indexes carry every item, so both rise
+// to it, not only the hot one.
+func TestThrottlingImpliesTheSourcesDemand(t *testing.T) {
+	var p Policy
+	cur := Counts{4, 1}
+	now := feed(&p, "s", t0, 10, 125, 0.75, cur)
+	d, ok := p.Decide("s", now, cur, cur)
+	want := bucketing.ShardsFor(8000, 1)
+	if !ok || d.To.Shards < want || d.To.GSIShards < want {
+		t.Fatalf("decision %+v %v: want both indexes at %d or more", d, ok, want)
 	}
 }
