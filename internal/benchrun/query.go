@@ -13,6 +13,8 @@ import (
 
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
+	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // QueryRow prices one dashboard query on one path.
@@ -27,16 +29,37 @@ type QueryRow struct {
 	LatencyMs float64 `json:"latency_ms"`
 }
 
-// sources of the query benchmark: a busy one (150 events an hour) and a
-// quiet one (one an hour), each over the seven days before now.
+// sources of the query benchmark, each over the seven days before now: a
+// busy one (150 events an hour), a quiet one (one an hour), and one as busy
+// whose counts adaptive sharding raised to 64/64 today, three hours
+// before now (or at the day's start if that was earlier): its reads of
+// today fan out to 64 shards, its reads of other days do not.
 var sources = []struct {
 	name    string
 	perHour int
-}{{"busy", 150}, {"quiet", 1}}
+	raised  bool
+}{{"busy", 150, false}, {"quiet", 1, false}, {"raised", 150, true}}
+
+// raisedTo is the counts of the raised source's step.
+const raisedTo = 64
 
 func loadQueryData(ctx context.Context, client *dynamodb.Client, table string, now time.Time) error {
-	h := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
+	cfg := ingest.DefaultConfig(table)
+	h := ingest.New(cfg, client, ingest.Options{Now: func() time.Time { return now }})
 	for _, s := range sources {
+		if s.raised {
+			// Recorded as the ingest function records a raise.
+			at := now.Add(-3 * time.Hour)
+			if day := now.Truncate(24 * time.Hour); at.Before(day) {
+				at = day
+			}
+			reg := &shardmap.Registry{Client: client, Table: table, Now: func() time.Time { return at },
+				Config: shardmap.Config{Shards: cfg.Shards, GSIShards: cfg.GSIShards, Retention: cfg.Retention, Carry: true}}
+			stream := bucketing.Stream{Space: bucketing.Events, Source: s.name}
+			if _, _, err := reg.Raise(ctx, stream, bucketing.Day(now), raisedTo, raisedTo); err != nil {
+				return fmt.Errorf("raise %s: %w", s.name, err)
+			}
+		}
 		var ev events.KinesisEvent
 		var batch []json.RawMessage
 		n := 7 * 24 * s.perHour
@@ -64,22 +87,28 @@ func loadQueryData(ctx context.Context, client *dynamodb.Client, table string, n
 }
 
 // queries runs "the newest 100 events of the last hour / 24 hours / 7
-// days" for each source as the handler chooses by cost, on the GSI forced,
+// days" (and, for the raised source, of the 24 hours before the last 24)
+// for each source as the handler chooses by cost, on the GSI forced,
 // and consistent, six times, and keeps the median latency of the last five.
 func queries(ctx context.Context, client *dynamodb.Client, table string, now time.Time) ([]QueryRow, error) {
 	var rows []QueryRow
 	for _, s := range sources {
 		for _, w := range []struct {
-			name string
-			span time.Duration
-		}{{"newest 100 of 1 h", time.Hour}, {"newest 100 of 24 h", 24 * time.Hour}, {"newest 100 of 7 d", 7 * 24 * time.Hour}} {
+			name      string
+			span, ago time.Duration // the range is [now-ago-span, now-ago)
+		}{{"newest 100 of 1 h", time.Hour, 0}, {"newest 100 of 24 h", 24 * time.Hour, 0}, {"newest 100 of 7 d", 7 * 24 * time.Hour, 0},
+			{"newest 100 of 24 h, a day ago", 24 * time.Hour, 24 * time.Hour}} {
+			if w.ago > 0 && !s.raised {
+				continue // the same as "of 24 h" for a source whose counts never changed
+			}
+			to := now.Add(-w.ago)
 			for _, asked := range []string{"by cost", query.PathGSI, "consistent"} {
 				o := query.Options{Now: func() time.Time { return now }}
 				if asked == query.PathGSI {
 					o.Path = query.PathGSI
 				}
 				h := query.NewHandler(query.Config{Table: table}, client, o)
-				q := url.Values{"source": {s.name}, "limit": {"100"}, "from": {now.Add(-w.span).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
+				q := url.Values{"source": {s.name}, "limit": {"100"}, "from": {to.Add(-w.span).Format(time.RFC3339)}, "to": {to.Format(time.RFC3339)}}
 				if asked == "consistent" {
 					q.Set("consistent", "true")
 				}

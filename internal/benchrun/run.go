@@ -89,7 +89,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 
-	fmt.Fprintln(o.Out, "query: loading a busy and a quiet source over seven days ...")
+	fmt.Fprintln(o.Out, "query: loading a busy, a quiet and a raised source over seven days ...")
 	client := ddbclient.Static(local.Endpoint, 64)
 	if err := schema.Create(ctx, client, "bench-query"); err != nil {
 		return nil, err
