@@ -3,19 +3,16 @@
 package ddblocal
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"sync"
 	"time"
+
+	"github.com/shardline/shardline/internal/localproc"
 )
 
 // JarEnv names the environment variable that, when set, points at
@@ -69,16 +66,9 @@ type Options struct {
 	Log *os.File
 }
 
-// Server is a running DynamoDB Local.
+// Server is a running DynamoDB Local: its Endpoint, Exited and Close.
 type Server struct {
-	// Endpoint is its URL, such as http://127.0.0.1:8000.
-	Endpoint string
-
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-	out  *bytes.Buffer
-	once sync.Once
+	*localproc.Proc
 }
 
 // Start launches DynamoDB Local with the machine's java and waits until it
@@ -92,78 +82,27 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DynamoDB Local needs Java 17 or later on PATH (apt-get install -y default-jre-headless): %w", err)
 	}
-	port := o.Port
-	if port == 0 {
-		if port, err = freePort(); err != nil {
-			return nil, fmt.Errorf("pick a port for DynamoDB Local: %w", err)
-		}
-	}
 	args := []string{
 		"-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Djava.library.path=" + filepath.Join(filepath.Dir(jar), "DynamoDBLocal_lib"),
-		"-jar", jar, "-port", strconv.Itoa(port), "-disableTelemetry",
+		"-jar", jar, "-port", "{port}", "-disableTelemetry",
 	}
 	if o.DBDir != "" {
 		args = append(args, "-dbPath", o.DBDir)
 	} else {
 		args = append(args, "-inMemory")
 	}
-	s := &Server{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{}), out: &bytes.Buffer{}}
-	s.cmd = exec.Command(java, args...)
-	s.cmd.Dir = filepath.Dir(jar)
-	dieWithParent(s.cmd)
-	if o.Log != nil {
-		s.cmd.Stdout, s.cmd.Stderr = o.Log, o.Log
-	} else {
-		s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	}
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start DynamoDB Local (%s): %w", jar, err)
-	}
-	go func() { s.err = s.cmd.Wait(); close(s.done) }()
-	if err := s.waitReady(ctx, port); err != nil {
-		s.Close()
+	p, err := localproc.Start(ctx, localproc.Spec{
+		Name:  "DynamoDB Local (" + jar + ")",
+		Path:  java,
+		Args:  args,
+		Dir:   filepath.Dir(jar),
+		Port:  o.Port,
+		Log:   o.Log,
+		Ready: 60 * time.Second,
+	})
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
-}
-
-func (s *Server) waitReady(ctx context.Context, port int) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	for {
-		// Any HTTP answer means the server is up; it answers 400 to a bare GET.
-		resp, err := http.Get(s.Endpoint)
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-s.done:
-			return fmt.Errorf("DynamoDB Local exited before it was ready (port %d): %v\n%s", port, s.err, s.out.String())
-		case <-ctx.Done():
-			return fmt.Errorf("DynamoDB Local did not answer on port %d: %w\n%s", port, ctx.Err(), s.out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// Close stops the server and waits for it to exit.
-func (s *Server) Close() error {
-	s.once.Do(func() {
-		if s.cmd.Process != nil {
-			_ = s.cmd.Process.Kill()
-		}
-		<-s.done
-	})
-	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return &Server{p}, nil
 }

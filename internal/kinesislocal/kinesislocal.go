@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,23 +53,7 @@ server.listen(port, "127.0.0.1", () => console.log("kinesalite listening on 127.
 
 // Start launches kinesalite and waits until it answers.
 func Start(ctx context.Context, o Options) (*Server, error) {
-	pkg, err := localproc.FindUp(filepath.Join("kinesalite", "package.json"))
-	if err != nil {
-		return nil, err
-	}
-	node, err := localproc.Node()
-	if err != nil {
-		return nil, err
-	}
-	p, err := localproc.Start(ctx, localproc.Spec{
-		Name: "kinesalite",
-		Path: node,
-		Args: []string{"-e", launcher, "{port}"},
-		// From node_modules' parent, require finds the package.
-		Dir:  filepath.Dir(filepath.Dir(filepath.Dir(pkg))),
-		Port: o.Port,
-		Log:  o.Log,
-	})
+	p, err := localproc.StartNode(ctx, "kinesalite", launcher, []string{"{port}"}, o.Port, o.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
-// Package localproc runs a local engine that comes from an npm package in
-// tools/ (kinesalite, local-aws-sqs) as a child process: on a free port,
-// ready once it answers HTTP, stopped with its parent.
+// Package localproc runs a local engine as a child process: DynamoDB Local
+// (a jar) or an npm package in tools/ (kinesalite, local-aws-sqs), on a free
+// port, ready once it answers HTTP, stopped with its parent.
 package localproc
 
 import (
@@ -51,6 +51,28 @@ func Node() (string, error) {
 		return "", ErrNoNode
 	}
 	return p, nil
+}
+
+// StartNode runs script with node -e from the folder whose node_modules
+// holds the npm package pkg, so that require finds it. "{port}" in args is
+// replaced by the port, 0 picking a free one; log is as Spec.Log.
+func StartNode(ctx context.Context, pkg, script string, args []string, port int, log *os.File) (*Proc, error) {
+	manifest, err := FindUp(filepath.Join(pkg, "package.json"))
+	if err != nil {
+		return nil, err
+	}
+	node, err := Node()
+	if err != nil {
+		return nil, err
+	}
+	return Start(ctx, Spec{
+		Name: pkg,
+		Path: node,
+		Args: append([]string{"-e", script}, args...),
+		Dir:  filepath.Dir(filepath.Dir(filepath.Dir(manifest))), // node_modules' parent
+		Port: port,
+		Log:  log,
+	})
 }
 
 // FreePort asks the kernel for a port nobody listens on.

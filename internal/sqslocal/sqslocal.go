@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -54,23 +53,7 @@ type Server struct {
 
 // Start launches the server and waits until it answers.
 func Start(ctx context.Context, o Options) (*Server, error) {
-	pkg, err := localproc.FindUp(filepath.Join("local-aws-sqs", "package.json"))
-	if err != nil {
-		return nil, err
-	}
-	node, err := localproc.Node()
-	if err != nil {
-		return nil, err
-	}
-	p, err := localproc.Start(ctx, localproc.Spec{
-		Name: "local-aws-sqs",
-		Path: node,
-		Args: []string{"-e", fmt.Sprintf(launcher, Region, Account), "{port}"},
-		// From node_modules' parent, require finds the package.
-		Dir:  filepath.Dir(filepath.Dir(filepath.Dir(pkg))),
-		Port: o.Port,
-		Log:  o.Log,
-	})
+	p, err := localproc.StartNode(ctx, "local-aws-sqs", fmt.Sprintf(launcher, Region, Account), []string{"{port}"}, o.Port, o.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ import (
 )
 
 var (
-	server *ddblocal.Server
+	dynamo = NewRunning("DynamoDB Local", "testdb.Main")
 	tables atomic.Int64
 )
 
@@ -70,26 +70,20 @@ func startDynamoDB(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	server = s
-	return func() { s.Close() }, nil
+	return dynamo.Hold(s.Proc), nil
 }
 
 // Endpoint is DynamoDB Local's URL.
 func Endpoint(t testing.TB) string {
 	t.Helper()
-	if server == nil {
-		t.Fatal("testdb: DynamoDB Local is not running; call testdb.Main from TestMain")
-	}
-	return server.Endpoint
+	return dynamo.Endpoint(t)
 }
 
 // Client is a client of DynamoDB Local at endpoint (which may be a proxy in
 // front of it), configured as the functions configure theirs.
 func Client(t testing.TB, endpoint string) *dynamodb.Client {
 	t.Helper()
-	if server == nil {
-		t.Fatal("testdb: DynamoDB Local is not running; call testdb.Main from TestMain")
-	}
+	dynamo.Endpoint(t) // fails the test when DynamoDB Local is not running
 	return ddbclient.Static(endpoint, 32)
 }
 

@@ -16,10 +16,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/shardline/shardline/internal/kinesislocal"
+	"github.com/shardline/shardline/internal/testdb"
 )
 
 var (
-	server  *kinesislocal.Server
+	engine  = testdb.NewRunning("kinesalite", "testdb.MainWith(m, testkinesis.Start)")
 	streams atomic.Int64
 )
 
@@ -29,20 +30,13 @@ func Start(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	server = s
-	return func() { s.Close() }, nil
+	return engine.Hold(s.Proc), nil
 }
 
 // Endpoint is kinesalite's URL.
 func Endpoint(t testing.TB) string {
 	t.Helper()
-	if server == nil {
-		t.Fatal("testkinesis: kinesalite is not running; call testdb.MainWith(m, testkinesis.Start) from TestMain")
-	}
-	if err := server.Exited(); err != nil {
-		t.Fatalf("testkinesis: %v", err)
-	}
-	return server.Endpoint
+	return engine.Endpoint(t)
 }
 
 // Client is a client of the Kinesis API at endpoint (kinesalite, or a proxy

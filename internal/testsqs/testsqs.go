@@ -13,10 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/shardline/shardline/internal/sqslocal"
+	"github.com/shardline/shardline/internal/testdb"
 )
 
 var (
-	server *sqslocal.Server
+	engine = testdb.NewRunning("the local SQS", "testdb.MainWith(m, testsqs.Start)")
 	queues atomic.Int64
 )
 
@@ -26,20 +27,13 @@ func Start(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	server = s
-	return func() { s.Close() }, nil
+	return engine.Hold(s.Proc), nil
 }
 
 // Endpoint is the local SQS's URL.
 func Endpoint(t testing.TB) string {
 	t.Helper()
-	if server == nil {
-		t.Fatal("testsqs: the local SQS is not running; call testdb.MainWith(m, testsqs.Start) from TestMain")
-	}
-	if err := server.Exited(); err != nil {
-		t.Fatalf("testsqs: %v", err)
-	}
-	return server.Endpoint
+	return engine.Endpoint(t)
 }
 
 // Client is a client of the local SQS.
