@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/esm"
 	"github.com/shardline/shardline/internal/kinesisread"
 	"github.com/shardline/shardline/internal/onfailure"
@@ -116,7 +117,7 @@ func (p *Poller) Run(ctx context.Context) error {
 			})
 		}
 		mu.Unlock()
-		sleep(ctx, 10*p.Idle)
+		backoff.Sleep(ctx, 10*p.Idle)
 	}
 	return nil
 }
@@ -183,7 +184,7 @@ func (p *Poller) runShard(ctx context.Context, id string) bool {
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("kinesis poller: read", slog.String("error", err.Error()))
-				sleep(ctx, p.Idle)
+				backoff.Sleep(ctx, p.Idle)
 			}
 			continue
 		}
@@ -203,7 +204,7 @@ func (p *Poller) runShard(ctx context.Context, id string) bool {
 			return true
 		}
 		if n == 0 {
-			sleep(ctx, p.Idle)
+			backoff.Sleep(ctx, p.Idle)
 		}
 	}
 	return false
@@ -290,7 +291,7 @@ func (p *Poller) deliver(ctx context.Context, shardID string, g esm.GiveUp) {
 			log.Warn("kinesis poller: gave up on a batch; its on-failure record went to the destination")
 			return
 		}
-		sleep(ctx, time.Duration(attempt+1)*p.Idle)
+		backoff.Sleep(ctx, time.Duration(attempt+1)*p.Idle)
 	}
 	log.Error("kinesis poller: gave up on a batch and could not deliver its on-failure record", slog.String("error", err.Error()))
 }
@@ -302,13 +303,4 @@ func requestID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

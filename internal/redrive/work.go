@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/shardline/shardline/internal/backoff"
 )
 
 // work is the ingest of one message's records.
@@ -46,7 +48,7 @@ func (w *work) batch(ctx context.Context, batch []events.KinesisEventRecord) err
 	var last error
 	for attempt := 0; attempt < w.o.Attempts; attempt++ {
 		if attempt > 0 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
+			if err := backoff.Sleep(ctx, retries.Ceiling(attempt)); err != nil {
 				return err
 			}
 		}
@@ -118,21 +120,9 @@ func (w *work) keepHidden(ctx context.Context) error {
 	return nil
 }
 
-// backoff is a capped exponential wait before attempt.
-func backoff(attempt int) time.Duration {
-	return min(100*time.Millisecond<<min(attempt-1, 10), 5*time.Second)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// retries spaces the attempts at a batch: 100 ms, doubling, at most 5 s,
+// without jitter (one redrive works alone).
+var retries = backoff.Policy{Base: 100 * time.Millisecond, Max: 5 * time.Second}
 
 // seconds is d in whole seconds for SQS, at least 0 and at most 12 hours.
 func seconds(d time.Duration) int32 {

@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	st "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/shardline/shardline/internal/backoff"
 )
 
 // API is the part of the DynamoDB Streams client the poller uses.
@@ -88,7 +90,7 @@ func (p *Poller) Run(ctx context.Context) error {
 			read += n
 		}
 		if read == 0 {
-			sleep(ctx, p.Idle)
+			backoff.Sleep(ctx, p.Idle)
 		}
 	}
 	return nil
@@ -197,7 +199,7 @@ func (p *Poller) deliver(ctx context.Context, shardID string, batch []events.Dyn
 		}
 		p.Log.Warn("stream batch failed; retrying", slog.String("shard", shardID), slog.Int("records", len(batch)),
 			slog.Int("attempt", attempt+1), slog.String("error", err.Error()))
-		sleep(ctx, time.Duration(min(attempt+1, 10))*100*time.Millisecond)
+		backoff.Sleep(ctx, time.Duration(min(attempt+1, 10))*100*time.Millisecond)
 	}
 }
 
@@ -273,13 +275,6 @@ func page(ctx context.Context, c API, arn string, it *string, limit int) ([]even
 		recs = append(recs, e)
 	}
 	return recs, out.NextShardIterator, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
 }
 
 // Static is a client of the stream of the DynamoDB Local at endpoint.

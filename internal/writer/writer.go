@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/ddberr"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
@@ -336,22 +336,15 @@ func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int, retry 
 	}
 }
 
-// backOff waits before retry attempt+1: full jitter over a ceiling that
-// doubles each attempt. It returns an error instead when ctx ends first or
-// its deadline would pass while waiting.
+// backOff waits before retry attempt+1 (see backoff.Policy). It returns an
+// error instead when ctx ends first or its deadline would pass while
+// waiting.
 func (w *Writer) backOff(ctx context.Context, attempt int) error {
-	ceiling := w.base() << min(attempt, 20)
-	ceiling = min(ceiling, w.max())
-	d := rand.N(ceiling) + time.Millisecond
+	d := backoff.Policy{Base: w.base(), Max: w.max()}.Wait(attempt+1) + time.Millisecond
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		return errDeadline
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
+	return backoff.Sleep(ctx, d)
 }
 
 // errDeadline: the next back-off would outlast the context's deadline.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/shardline/shardline/internal/backoff"
 )
 
 // Limits of one POST /v1/events request.
@@ -28,7 +30,7 @@ type HTTP struct {
 	signer   *Signer // nil: unsigned
 	attempts int
 	maxWait  time.Duration
-	backoff  backoff
+	backoff  backoff.Policy
 }
 
 // HTTPOption configures NewHTTP.
@@ -62,7 +64,7 @@ func NewHTTP(baseURL string, opts ...HTTPOption) *HTTP {
 		client:   http.DefaultClient,
 		attempts: 5,
 		maxWait:  30 * time.Second,
-		backoff:  backoff{200 * time.Millisecond, 10 * time.Second},
+		backoff:  backoff.Policy{Base: 200 * time.Millisecond, Max: 10 * time.Second},
 	}
 	for _, o := range opts {
 		o(h)
@@ -200,7 +202,7 @@ func (h *HTTP) sendBatch(ctx context.Context, batch []pending, res *Result) ([]p
 		if attempt >= h.attempts {
 			return batch, fmt.Errorf("producer: gave up after %d requests: %w", attempt, lastErr)
 		}
-		if err := sleep(ctx, h.wait(header, attempt)); err != nil {
+		if err := backoff.Sleep(ctx, h.wait(header, attempt)); err != nil {
 			return batch, fmt.Errorf("producer: %w (after %v)", err, lastErr)
 		}
 	}
@@ -249,7 +251,7 @@ func (h *HTTP) wait(header http.Header, attempt int) time.Duration {
 			return min(max(time.Until(t), 0), h.maxWait)
 		}
 	}
-	return h.backoff.wait(attempt)
+	return h.backoff.Wait(attempt)
 }
 
 // post makes one request of batch, signed when a signer is set.

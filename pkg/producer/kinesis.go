@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/shardline/shardline/internal/backoff"
 )
 
 // Kinesis limits of one PutRecords request.
@@ -86,7 +88,7 @@ type kinesisConfig struct {
 	buffer      int
 	linger      time.Duration
 	maxAttempts int
-	backoff     backoff
+	backoff     backoff.Policy
 	aggregate   int // largest aggregated record; 0: no aggregation
 	onResult    func(Outcome)
 	key         func(id string) string
@@ -111,7 +113,7 @@ func WithLinger(d time.Duration) KinesisOption {
 // the back-off between them: capped exponential, full jitter, from base
 // (default 100 ms) to max (default 5 s).
 func WithRetries(attempts int, base, max time.Duration) KinesisOption {
-	return func(c *kinesisConfig) { c.maxAttempts, c.backoff = attempts, backoff{base, max} }
+	return func(c *kinesisConfig) { c.maxAttempts, c.backoff = attempts, backoff.Policy{Base: base, Max: max} }
 }
 
 // WithAggregation packs small events into KPL aggregated records of at most
@@ -142,7 +144,7 @@ func NewKinesis(client KinesisAPI, stream string, opts ...KinesisOption) *Kinesi
 		buffer:      10000,
 		linger:      50 * time.Millisecond,
 		maxAttempts: 10,
-		backoff:     backoff{100 * time.Millisecond, 5 * time.Second},
+		backoff:     backoff.Policy{Base: 100 * time.Millisecond, Max: 5 * time.Second},
 		key:         func(id string) string { return id },
 	}
 	for _, o := range opts {
@@ -374,7 +376,7 @@ func (k *Kinesis) send(recs []*record) {
 		for _, r := range failed {
 			k.retried.Add(int64(len(r.events)))
 		}
-		if sleep(k.ctx, k.cfg.backoff.wait(attempt)) != nil {
+		if backoff.Sleep(k.ctx, k.cfg.backoff.Wait(attempt)) != nil {
 			k.fail(failed, attempt, fmt.Errorf("producer: gave up: %w (after %v)", k.ctx.Err(), err))
 			return
 		}
