@@ -2,13 +2,12 @@ package archive
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // Line is one archived event: one JSON object on a line of its object. The
@@ -33,12 +32,11 @@ type Line struct {
 // reach the archive.
 func parse(recs []events.DynamoDBEventRecord) (lines []Line, skipped int, err error) {
 	for _, r := range recs {
-		pk, ok := str(r.Change.Keys, schema.PK)
-		if (r.EventName != "INSERT" && r.EventName != "MODIFY") || !ok || !strings.HasPrefix(pk, "E#") {
+		if !item.IsEventChange(r, "INSERT", "MODIFY") {
 			skipped++
 			continue
 		}
-		l, err := parseEvent(r, pk)
+		l, err := parseEvent(r)
 		if err != nil {
 			return nil, skipped, fmt.Errorf("stream record %s: %w", r.EventID, err)
 		}
@@ -47,34 +45,20 @@ func parse(recs []events.DynamoDBEventRecord) (lines []Line, skipped int, err er
 	return lines, skipped, nil
 }
 
-func parseEvent(r events.DynamoDBEventRecord, pk string) (Line, error) {
-	k, err := bucketing.ParsePK(pk)
+func parseEvent(r events.DynamoDBEventRecord) (Line, error) {
+	ev, err := item.ChangedEvent(r)
 	if err != nil {
 		return Line{}, err
 	}
-	sk, _ := str(r.Change.Keys, schema.SK)
-	t, id, err := bucketing.ParseSortKey(sk)
+	body, err := item.NewImageString(r, schema.Event)
 	if err != nil {
 		return Line{}, err
 	}
-	img := r.Change.NewImage
-	ev, ok := str(img, schema.Event)
-	if !ok {
-		return Line{}, fmt.Errorf("no %q in the new image: the stream must carry new images", schema.Event)
-	}
-	typ, _ := str(img, schema.Type)
-	subject, _ := str(img, schema.Subject)
+	typ, _ := item.StreamString(r.Change.NewImage, schema.Type)
+	subject, _ := item.StreamString(r.Change.NewImage, schema.Subject)
 	return Line{
-		Source: k.Source, ID: id, Time: t.UTC().Format(time.RFC3339Nano), Type: typ, Subject: subject,
+		Source: ev.Source, ID: ev.ID, Time: ev.Time.UTC().Format(time.RFC3339Nano), Type: typ, Subject: subject,
 		Change: r.EventName, StoredAt: r.Change.ApproximateCreationDateTime.UTC().Format(time.RFC3339),
-		Seq: r.Change.SequenceNumber, Event: ev, day: t.UTC().Truncate(24 * time.Hour),
+		Seq: r.Change.SequenceNumber, Event: body, day: ev.Time.UTC().Truncate(24 * time.Hour),
 	}, nil
-}
-
-func str(m map[string]events.DynamoDBAttributeValue, name string) (string, bool) {
-	v, ok := m[name]
-	if !ok || v.DataType() != events.DataTypeString {
-		return "", false
-	}
-	return v.String(), true
 }

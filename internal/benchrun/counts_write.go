@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -14,9 +13,9 @@ import (
 
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/streams"
-	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // CountsWriteRow is what the counter wrote for one part of the busy
@@ -152,15 +151,10 @@ func readStream(ctx context.Context, client *dynamodb.Client, endpoint, table st
 	for id, recs := range byShard {
 		shardID = id
 		for _, r := range recs {
-			pk := r.Change.Keys[schema.PK].String()
-			if r.EventName != "INSERT" || !strings.HasPrefix(pk, "E#") {
+			if !item.IsEventChange(r, "INSERT") {
 				continue
 			}
-			k, err := bucketing.ParsePK(pk)
-			if err != nil {
-				return "", 0, nil, err
-			}
-			at, _, err := bucketing.ParseSortKey(r.Change.Keys[schema.SK].String())
+			ev, err := item.ChangedEvent(r)
 			if err != nil {
 				return "", 0, nil, err
 			}
@@ -168,7 +162,7 @@ func readStream(ctx context.Context, client *dynamodb.Client, endpoint, table st
 			if err != nil {
 				return "", 0, nil, fmt.Errorf("stream record %s: %w", r.EventID, err)
 			}
-			out = append(out, streamed{arrival: arrival{rec: r, at: at, bytes: len(b)}, writeShard: k.Shard})
+			out = append(out, streamed{arrival: arrival{rec: r, at: ev.Time, bytes: len(b)}, writeShard: ev.Shard})
 		}
 	}
 	return shardID, len(byShard), out, nil

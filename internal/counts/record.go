@@ -14,8 +14,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // record is one stream record that counts: an event that was inserted.
@@ -36,12 +36,11 @@ const maxSeqDigits = 38
 // cannot be read is an error: it would otherwise go uncounted.
 func parse(recs []events.DynamoDBEventRecord) (out []record, skipped int, err error) {
 	for _, r := range recs {
-		pk, ok := str(r.Change.Keys, schema.PK)
-		if r.EventName != "INSERT" || !ok || !strings.HasPrefix(pk, "E#") {
+		if !item.IsEventChange(r, "INSERT") {
 			skipped++
 			continue
 		}
-		rec, err := parseEvent(r, pk)
+		rec, err := parseEvent(r)
 		if err != nil {
 			return nil, skipped, fmt.Errorf("stream record %s: %w", r.EventID, err)
 		}
@@ -50,33 +49,20 @@ func parse(recs []events.DynamoDBEventRecord) (out []record, skipped int, err er
 	return out, skipped, nil
 }
 
-func parseEvent(r events.DynamoDBEventRecord, pk string) (record, error) {
-	k, err := bucketing.ParsePK(pk)
+func parseEvent(r events.DynamoDBEventRecord) (record, error) {
+	ev, err := item.ChangedEvent(r)
 	if err != nil {
 		return record{}, err
 	}
-	sk, _ := str(r.Change.Keys, schema.SK)
-	t, _, err := bucketing.ParseSortKey(sk)
+	typ, err := item.NewImageString(r, schema.Type)
 	if err != nil {
 		return record{}, err
-	}
-	typ, ok := str(r.Change.NewImage, schema.Type)
-	if !ok {
-		return record{}, fmt.Errorf("no %q in the new image: the stream must carry new images", schema.Type)
 	}
 	seq, err := canonicalSeq(r.Change.SequenceNumber)
 	if err != nil {
 		return record{}, err
 	}
-	return record{seq: seq, source: k.Source, time: t, typ: typ}, nil
-}
-
-func str(m map[string]events.DynamoDBAttributeValue, name string) (string, bool) {
-	v, ok := m[name]
-	if !ok || v.DataType() != events.DataTypeString {
-		return "", false
-	}
-	return v.String(), true
+	return record{seq: seq, source: ev.Source, time: ev.Time, typ: typ}, nil
 }
 
 // canonicalSeq strips a sequence number's leading zeros, so that numbers

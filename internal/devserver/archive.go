@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/archive"
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/streams"
 )
 
@@ -46,10 +47,7 @@ func startArchive(ctx context.Context, out io.Writer, client *dynamodb.Client, e
 		Window:    LocalArchiveWindow,
 		BatchSize: 1000,
 		Log:       log,
-		Filter: func(r events.DynamoDBEventRecord) bool {
-			pk, ok := r.Change.Keys["pk"]
-			return (r.EventName == "INSERT" || r.EventName == "MODIFY") && ok && strings.HasPrefix(pk.String(), "E#")
-		},
+		Filter:    func(r events.DynamoDBEventRecord) bool { return item.IsEventChange(r, "INSERT", "MODIFY") },
 		Handler: func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) error {
 			return f.Invoke(ctx, events.DynamoDBEvent{Records: ev.Records})
 		},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/sparkline"
 	"github.com/shardline/shardline/internal/streams"
@@ -41,10 +42,7 @@ func startCounter(ctx context.Context, out io.Writer, client *dynamodb.Client, e
 		Window:    LocalCounterWindow,
 		BatchSize: 1000,
 		Log:       log,
-		Filter: func(r events.DynamoDBEventRecord) bool {
-			pk, ok := r.Change.Keys["pk"]
-			return r.EventName == "INSERT" && ok && strings.HasPrefix(pk.String(), "E#")
-		},
+		Filter:    func(r events.DynamoDBEventRecord) bool { return item.IsEventChange(r, "INSERT") },
 		Handler: func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) error {
 			_, err := f.Invoke(ctx, ev)
 			return err
