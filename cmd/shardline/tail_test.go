@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardline/shardline/internal/syncbuf"
 	"github.com/shardline/shardline/pkg/producer"
 )
 
@@ -38,7 +39,7 @@ func TestTailFollow(t *testing.T) {
 	}
 	send(old...)
 
-	f := newTailFlags(&syncBuffer{})
+	f := newTailFlags(&syncbuf.Buffer{})
 	if err := f.parse([]string{"-api", base, "-source", "cli/tail", "-f", "-n", "5", "-interval", "20ms", "-late", "1m"}); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestTailFollow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	tctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- runTail(tctx, c, f, &out) }()

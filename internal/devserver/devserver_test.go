@@ -1,12 +1,10 @@
 package devserver
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,32 +14,15 @@ import (
 	"github.com/shardline/shardline/internal/kinesislocal"
 	"github.com/shardline/shardline/internal/openapi"
 	"github.com/shardline/shardline/internal/openapi/openapitest"
+	"github.com/shardline/shardline/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe to write from the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRun is `make run` end to end: DynamoDB Local starts, the samples are
 // replayed and printed, the API takes a new event, and Ctrl-C stops it all.
 func TestRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	serving := make(chan string, 1)
 	kinesisReady := make(chan Kinesis, 1)

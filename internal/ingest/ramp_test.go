@@ -14,6 +14,7 @@ import (
 	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/internal/syncbuf"
 	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -67,7 +68,7 @@ func TestAdaptiveShardingUnderARamp(t *testing.T) {
 	proxy.SetRule(judged.wrap(t, model.Rule()))
 
 	cfg := DefaultConfig(table)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	queues := []*shardQueue{{name: "1"}, {name: "2"}}
 	for _, q := range queues {
 		pol := &adapt.Policy{KeyWCU: bucketing.PartitionWCU / scale, MinItems: 5, MinThrottled: 2, Window: 20 * time.Second}

@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,24 +30,6 @@ type simClock struct {
 
 func (c *simClock) now() time.Time {
 	return c.start.Add(time.Duration(float64(time.Since(c.real)) * c.speed))
-}
-
-// lockedBuffer is a log sink shared by the test's containers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // rampEvent is one event of the ramp, by its id and time.

@@ -4,7 +4,6 @@
 package localproc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/shardline/shardline/internal/syncbuf"
 )
 
 // ErrNoNode is returned when node is not on PATH.
@@ -94,7 +95,7 @@ type Proc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
-	out  *syncBuffer
+	out  *syncbuf.Buffer
 	once sync.Once
 }
 
@@ -128,7 +129,7 @@ func Start(ctx context.Context, s Spec) (*Proc, error) {
 			args[i] = strconv.Itoa(port)
 		}
 	}
-	p := &Proc{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), name: s.Name, done: make(chan struct{}), out: &syncBuffer{}}
+	p := &Proc{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), name: s.Name, done: make(chan struct{}), out: &syncbuf.Buffer{}}
 	p.cmd = exec.Command(s.Path, args...)
 	p.cmd.Dir = s.Dir
 	dieWithParent(p.cmd)
@@ -194,23 +195,4 @@ func (p *Proc) Close() error {
 		<-p.done
 	})
 	return nil
-}
-
-// syncBuffer is a bytes.Buffer the child's output may be copied into while
-// an error message reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
