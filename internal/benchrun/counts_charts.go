@@ -2,23 +2,18 @@ package benchrun
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // CountsChartRow prices one chart of GET /v1/counts.
@@ -185,24 +180,12 @@ func chart(ctx context.Context, h *query.Handler, client *dynamodb.Client, row *
 	row.Query = row.queryParams.Encode()
 	req := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: query.CountsRoute, RawQueryString: row.Query}
 	req.RequestContext.HTTP.Method = "GET"
-	var lat []float64
 	var resp counts.Response
-	for range 4 {
-		start := time.Now()
-		out, err := h.HTTP(ctx, req)
-		d := time.Since(start)
-		if err != nil || out.StatusCode != 200 {
-			return fmt.Errorf("GET %s?%s: %v %d %s", query.CountsRoute, row.Query, err, out.StatusCode, out.Body)
-		}
-		resp = counts.Response{}
-		if err := json.Unmarshal([]byte(out.Body), &resp); err != nil {
-			return fmt.Errorf("decode the chart: %w", err)
-		}
-		lat = append(lat, float64(d.Microseconds())/1000)
+	ms, err := timedGet(ctx, h, req, 4, &resp)
+	if err != nil {
+		return err
 	}
-	lat = lat[1:]
-	sort.Float64s(lat)
-	row.LatencyMs = lat[len(lat)/2]
+	row.LatencyMs = ms
 	row.Requests, row.RCU, row.Series = resp.Plan.Requests, resp.Plan.ConsumedRCU, len(resp.Series)
 	for _, s := range resp.Series {
 		row.Buckets = len(s.Points)
@@ -227,17 +210,7 @@ func chart(ctx context.Context, h *query.Handler, client *dynamodb.Client, row *
 // pricePages reads the counter items of r's range in the pages the chart
 // read, and prices each page by DynamoDB's rule.
 func pricePages(ctx context.Context, client *dynamodb.Client, r counts.Request, row *CountsChartRow) error {
-	in := &dynamodb.QueryInput{
-		TableName:                aws.String(countsChartsTable),
-		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
-		ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: bucketing.CounterPK(r.Source)},
-			":lo": &types.AttributeValueMemberS{Value: bucketing.Hour(r.From)},
-			":hi": &types.AttributeValueMemberS{Value: bucketing.Hour(r.To.Add(-time.Nanosecond))},
-		},
-	}
-	p := dynamodb.NewQueryPaginator(client, in)
+	p := dynamodb.NewQueryPaginator(client, counts.Query(countsChartsTable, r))
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {

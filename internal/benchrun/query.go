@@ -114,27 +114,39 @@ func queries(ctx context.Context, client *dynamodb.Client, table string, now tim
 				}
 				req := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: query.EventsRoute, RawQueryString: q.Encode()}
 				req.RequestContext.HTTP.Method = "GET"
-				var lat []float64
 				var last query.EventsResponse
-				for range 6 {
-					start := time.Now()
-					resp, err := h.HTTP(ctx, req)
-					d := time.Since(start)
-					if err != nil || resp.StatusCode != 200 {
-						return nil, fmt.Errorf("query %v: %v %d %s", q, err, resp.StatusCode, resp.Body)
-					}
-					last = query.EventsResponse{}
-					if err := json.Unmarshal([]byte(resp.Body), &last); err != nil {
-						return nil, err
-					}
-					lat = append(lat, float64(d.Microseconds())/1000)
+				ms, err := timedGet(ctx, h, req, 6, &last)
+				if err != nil {
+					return nil, err
 				}
-				lat = lat[1:] // the first warms the container's caches, as in a busy container
-				sort.Float64s(lat)
 				rows = append(rows, QueryRow{Source: s.name, Query: w.name, Asked: asked, Path: last.Plan.Path, Events: len(last.Events),
-					Requests: last.Plan.Requests, RCU: last.Plan.ConsumedRCU, LatencyMs: lat[len(lat)/2]})
+					Requests: last.Plan.Requests, RCU: last.Plan.ConsumedRCU, LatencyMs: ms})
 			}
 		}
 	}
 	return rows, nil
+}
+
+// timedGet sends req to h n times, decodes the last answer into out, and
+// returns the median latency in milliseconds of all but the first, which
+// warms the container's caches, as in a busy container.
+func timedGet(ctx context.Context, h *query.Handler, req events.APIGatewayV2HTTPRequest, n int, out any) (float64, error) {
+	var lat []float64
+	for i := range n {
+		start := time.Now()
+		resp, err := h.HTTP(ctx, req)
+		d := time.Since(start)
+		if err != nil || resp.StatusCode != 200 {
+			return 0, fmt.Errorf("GET %s?%s: %v %d %s", req.RawPath, req.RawQueryString, err, resp.StatusCode, resp.Body)
+		}
+		if i == n-1 {
+			if err := json.Unmarshal([]byte(resp.Body), out); err != nil {
+				return 0, fmt.Errorf("GET %s: decode the answer: %w", req.RawPath, err)
+			}
+		}
+		lat = append(lat, float64(d.Microseconds())/1000)
+	}
+	lat = lat[1:]
+	sort.Float64s(lat)
+	return lat[len(lat)/2], nil
 }

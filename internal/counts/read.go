@@ -49,12 +49,10 @@ type Plan struct {
 	ConsumedRCU float64 `json:"consumed_rcu"`
 }
 
-// Read answers r from the counter items of its range: one Query over the
-// source's counter partition, paged by DynamoDB's 1 MB.
-func Read(ctx context.Context, c QueryAPI, table string, r Request) (Response, error) {
-	resp := Response{Interval: r.Name, From: r.From.Format(time.RFC3339), To: r.To.Format(time.RFC3339)}
-	sums := map[string][]int64{}
-	in := &dynamodb.QueryInput{
+// Query is the Query of the counter items r needs: the hours of its range
+// in the source's counter partition, with the capacity consumed.
+func Query(table string, r Request) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
 		TableName:                aws.String(table),
 		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
 		ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK},
@@ -65,7 +63,14 @@ func Read(ctx context.Context, c QueryAPI, table string, r Request) (Response, e
 		},
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
-	p := dynamodb.NewQueryPaginator(c, in)
+}
+
+// Read answers r from the counter items of its range: one Query over the
+// source's counter partition, paged by DynamoDB's 1 MB.
+func Read(ctx context.Context, c QueryAPI, table string, r Request) (Response, error) {
+	resp := Response{Interval: r.Name, From: r.From.Format(time.RFC3339), To: r.To.Format(time.RFC3339)}
+	sums := map[string][]int64{}
+	p := dynamodb.NewQueryPaginator(c, Query(table, r))
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		resp.Plan.Requests++
