@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,6 +57,33 @@ type Options struct {
 	DDBLog               *os.File            // DynamoDB Local's output; nil discards it
 	OnServing            func(url string)    // called once the API is listening (for tests)
 	OnKinesis            func(Kinesis)       // called once the stream is polled (for tests)
+}
+
+// Serve runs Run in the background and returns once the API is
+// listening: its URL, and stop, which ends the run and returns how it
+// ended. When the run ends before the API listens, Serve returns its error.
+func Serve(ctx context.Context, o Options) (url string, stop func() error, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	serving := make(chan string, 1)
+	then := o.OnServing
+	o.OnServing = func(u string) {
+		if then != nil {
+			then(u)
+		}
+		serving <- u
+	}
+	go func() { done <- Run(ctx, o) }()
+	select {
+	case url = <-serving:
+		return url, func() error { cancel(); return <-done }, nil
+	case err = <-done:
+		cancel()
+		if err == nil {
+			err = errors.New("the local server ended before it listened")
+		}
+		return "", nil, err
+	}
 }
 
 // Run starts everything, replays the samples, prints what was stored and

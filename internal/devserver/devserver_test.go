@@ -23,24 +23,16 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out syncbuf.Buffer
-	done := make(chan error, 1)
-	serving := make(chan string, 1)
 	kinesisReady := make(chan Kinesis, 1)
-	go func() {
-		done <- Run(ctx, Options{
-			Addr:      "127.0.0.1:0",
-			Table:     "shardline-events",
-			Samples:   "../../events",
-			Getenv:    os.Getenv,
-			Out:       &out,
-			OnServing: func(url string) { serving <- url },
-			OnKinesis: func(k Kinesis) { kinesisReady <- k },
-		})
-	}()
-	var base string
-	select {
-	case base = <-serving:
-	case err := <-done:
+	base, stop, err := Serve(ctx, Options{
+		Addr:      "127.0.0.1:0",
+		Table:     "shardline-events",
+		Samples:   "../../events",
+		Getenv:    os.Getenv,
+		Out:       &out,
+		OnKinesis: func(k Kinesis) { kinesisReady <- k },
+	})
+	if err != nil {
 		t.Fatalf("Run ended early: %v\n%s", err, out.String())
 	}
 	kin := <-kinesisReady
@@ -113,8 +105,7 @@ func TestRun(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != string(openapi.Document()) {
 		t.Fatalf("GET %s: %d, %d bytes", openapi.Path, resp.StatusCode, len(body))
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if !strings.Contains(out.String(), "stopped kinesalite") || !strings.Contains(out.String(), "stopped DynamoDB Local") {

@@ -29,32 +29,22 @@ import (
 // DynamoDB Local) for the test and returns its URL.
 func serve(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	serving := make(chan string, 1)
-	go func() {
-		done <- devserver.Run(ctx, devserver.Options{
-			Addr:      "127.0.0.1:0",
-			Endpoint:  testdb.Endpoint(t),
-			Table:     fmt.Sprintf("producer-%d", time.Now().UnixNano()),
-			Getenv:    func(string) string { return "" },
-			Out:       io.Discard,
-			OnServing: func(url string) { serving <- url },
-		})
-	}()
+	base, stop, err := devserver.Serve(context.Background(), devserver.Options{
+		Addr:     "127.0.0.1:0",
+		Endpoint: testdb.Endpoint(t),
+		Table:    fmt.Sprintf("producer-%d", time.Now().UnixNano()),
+		Getenv:   func(string) string { return "" },
+		Out:      io.Discard,
+	})
+	if err != nil {
+		t.Fatalf("devserver: %v", err)
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("devserver: %v", err)
 		}
 	})
-	select {
-	case base := <-serving:
-		return base
-	case err := <-done:
-		t.Fatalf("devserver ended early: %v", err)
-	}
-	return ""
+	return base
 }
 
 // TestHTTPLocalServer: the real ingest API stores valid events, in

@@ -25,6 +25,7 @@ import (
 
 	"github.com/shardline/shardline/internal/devserver"
 	"github.com/shardline/shardline/internal/openapi/openapitest"
+	"github.com/shardline/shardline/internal/syncbuf"
 	"github.com/shardline/shardline/internal/testdb"
 )
 
@@ -104,35 +105,25 @@ func server(t *testing.T) fixture {
 }
 
 func startServer(t *testing.T) (fixture, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	serving := make(chan string, 1)
-	var out bytes.Buffer
-	var outMu sync.Mutex
-	go func() {
-		done <- devserver.Run(ctx, devserver.Options{
-			Addr:      "127.0.0.1:0",
-			Endpoint:  testdb.Endpoint(t),
-			Table:     fmt.Sprintf("explorer-%d", time.Now().UnixNano()),
-			Samples:   "../../../events",
-			Getenv:    func(string) string { return "" },
-			Out:       lockedWriter{&outMu, &out},
-			OnServing: func(u string) { serving <- u },
-		})
-	}()
-	stopMu.Lock()
-	stopRunning = func() { cancel(); <-done }
-	stopMu.Unlock()
-	var base string
-	select {
-	case base = <-serving:
-	case err := <-done:
-		outMu.Lock()
-		defer outMu.Unlock()
+	var out syncbuf.Buffer
+	base, stop, err := devserver.Serve(context.Background(), devserver.Options{
+		Addr:     "127.0.0.1:0",
+		Endpoint: testdb.Endpoint(t),
+		Table:    fmt.Sprintf("explorer-%d", time.Now().UnixNano()),
+		Samples:  "../../../events",
+		Getenv:   func(string) string { return "" },
+		Out:      &out,
+	})
+	if err != nil {
 		return fixture{}, fmt.Errorf("the local server ended: %v\n%s", err, out.String())
-	case <-time.After(90 * time.Second):
-		return fixture{}, errors.New("the local server did not start within 90 s")
 	}
+	stopMu.Lock()
+	stopRunning = func() {
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "the local server:", err)
+		}
+	}
+	stopMu.Unlock()
 	f := fixture{base: base, written: Events}
 	evs, types := checkoutEvents(time.Now())
 	f.types = types
@@ -147,17 +138,6 @@ func startServer(t *testing.T) (fixture, error) {
 		return f, err
 	}
 	return f, waitCounted(base, Checkout, Events)
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // stopServer is an engine that starts nothing: it stops the shared server
