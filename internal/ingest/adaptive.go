@@ -53,8 +53,8 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, throttled 
 			s = &seen{cur: adapt.Of(shardmap.InEffect(sched, start, now, now)), sched: sched}
 			sources[e.Source] = s
 		}
-		if adapt.Of(shardmap.InEffect(s.sched, start, e.Time, now)) != s.cur {
-			continue
+		if s.sched.At(e.Time).Shards != s.cur.Shards {
+			continue // its GSI count is the one in effect; its table count is not
 		}
 		s.sample.Items++
 		if throttled[n] {

@@ -64,7 +64,7 @@ func TestAdaptiveShardingUnderARamp(t *testing.T) {
 	clk := &simClock{start: start, real: time.Now(), speed: speed}
 	model := &faultproxy.Partitions{WCU: bucketing.PartitionWCU / scale, Burst: 5,
 		Keys: []string{schema.PK, schema.GSIPK}, Now: clk.now}
-	var judged judgeTally
+	var judged verdicts
 	proxy.SetRule(judged.wrap(t, model.Rule()))
 
 	cfg := DefaultConfig(table)

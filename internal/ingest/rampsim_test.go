@@ -19,7 +19,7 @@ import (
 )
 
 // The pieces of the compressed-time ramp test (ramp_test.go): a fast clock,
-// Kinesis-like delivery to a warm container, a judgeTally of what the partition
+// Kinesis-like delivery to a warm container, a verdicts of what the partition
 // model throttled by event time, and a reader of every event on one path.
 
 // simClock runs speed times faster than the wall clock from start.
@@ -91,15 +91,15 @@ func (q *shardQueue) deliver(t *testing.T, source string, batch int, timeout tim
 	return n
 }
 
-// judgeTally counts the items the partition model judged and held back, by the
+// verdicts counts the items the partition model judged and held back, by the
 // minute of the event's time.
-type judgeTally struct {
+type verdicts struct {
 	mu         sync.Mutex
 	seen, held map[int64]int64
 }
 
 // wrap is rule, counting its verdicts on each item.
-func (ty *judgeTally) wrap(t *testing.T, rule faultproxy.Rule) faultproxy.Rule {
+func (ty *verdicts) wrap(t *testing.T, rule faultproxy.Rule) faultproxy.Rule {
 	ty.seen, ty.held = map[int64]int64{}, map[int64]int64{}
 	return func(req faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		f, hold := rule(req)
@@ -132,7 +132,7 @@ func (ty *judgeTally) wrap(t *testing.T, rule faultproxy.Rule) faultproxy.Rule {
 
 // from is what was judged and held of the writes of events timed at or
 // after t.
-func (ty *judgeTally) from(t time.Time) (seen, held int64) {
+func (ty *verdicts) from(t time.Time) (seen, held int64) {
 	ty.mu.Lock()
 	defer ty.mu.Unlock()
 	for m, n := range ty.seen {
