@@ -19,7 +19,7 @@ import (
 )
 
 // The pieces of the compressed-time ramp test (ramp_test.go): a fast clock,
-// Kinesis-like delivery to a warm container, a verdicts of what the partition
+// Kinesis-like delivery to a warm container, a tally of what the partition
 // model throttled by event time, and a reader of every event on one path.
 
 // simClock runs speed times faster than the wall clock from start.
