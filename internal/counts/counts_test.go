@@ -250,11 +250,7 @@ func TestCountsUnderThrottlingAndServerErrors(t *testing.T) {
 		batch = append(batch, ev{fmt.Sprintf("s%d", i%3), fmt.Sprint(i), fmt.Sprintf("t%d", i%4), now.Add(-time.Duration(rng.IntN(6*3600)) * time.Second)})
 	}
 	e.send(t, e.ingest, e.add(batch...))
-	p, err := faultproxy.New(testdb.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := faultproxy.For(t, testdb.Endpoint(t))
 	faults := []*faultproxy.Fault{faultproxy.Throttled, faultproxy.ServerError, faultproxy.Throttling, faultproxy.Reset}
 	p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		if r.Op == "UpdateItem" && r.N%3 != 0 {

@@ -16,11 +16,7 @@ import (
 // stops retrying at all. Ours retries every call MaxAttempts times however
 // long throttling lasts.
 func TestThrottlingNeverExhaustsRetries(t *testing.T) {
-	p, err := faultproxy.New("http://127.0.0.1:1") // never reached: every request is throttled
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := faultproxy.For(t, "http://127.0.0.1:1") // never reached: every request is throttled
 	var calls atomic.Int64
 	p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		calls.Add(1)

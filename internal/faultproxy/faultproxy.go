@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -90,6 +91,18 @@ func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
 
 // MaxInFlight is the most requests the proxy has had under way at once.
 func (p *Proxy) MaxInFlight() int64 { return p.maxInFlight.Load() }
+
+// For is New for a test: it fails t when the proxy cannot start, and
+// closes the proxy when t ends.
+func For(t testing.TB, target string) *Proxy {
+	t.Helper()
+	p, err := New(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
 
 // New starts a proxy in front of target (DynamoDB Local's endpoint).
 func New(target string) (*Proxy, error) {

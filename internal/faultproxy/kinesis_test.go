@@ -29,11 +29,7 @@ func TestPutRecordsEntryFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := faultproxy.New(testkinesis.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
+	proxy := faultproxy.For(t, testkinesis.Endpoint(t))
 	proxy.SetEntryFault(func(e faultproxy.Entry) string {
 		switch {
 		case e.N == 2:

@@ -26,11 +26,7 @@ import (
 func TestThrottledSourceIsRaised(t *testing.T) {
 	endpoint := testdb.Endpoint(t)
 	table := testdb.Table(t)
-	proxy, err := faultproxy.New(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
+	proxy := faultproxy.For(t, endpoint)
 	model := &faultproxy.Partitions{WCU: 20, Keys: []string{schema.PK, schema.GSIPK}}
 	proxy.SetRule(model.Rule())
 	var logs, metrics bytes.Buffer

@@ -40,11 +40,7 @@ func newEnv(t *testing.T, proxied bool, edit func(*Config)) *env {
 	endpoint := testdb.Endpoint(t)
 	e.client = testdb.Client(t, endpoint)
 	if proxied {
-		p, err := faultproxy.New(endpoint)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Close)
+		p := faultproxy.For(t, endpoint)
 		e.proxy = p
 		endpoint = p.URL
 	}

@@ -56,11 +56,7 @@ func TestAdaptiveShardingUnderARamp(t *testing.T) {
 	start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	table := testdb.Table(t)
 	endpoint := testdb.Endpoint(t)
-	proxy, err := faultproxy.New(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
+	proxy := faultproxy.For(t, endpoint)
 	clk := &simClock{start: start, real: time.Now(), speed: speed}
 	model := &faultproxy.Partitions{WCU: bucketing.PartitionWCU / scale, Burst: 5,
 		Keys: []string{schema.PK, schema.GSIPK}, Now: clk.now}

@@ -39,11 +39,7 @@ func newRig(t *testing.T, shards int) *rig {
 	t.Helper()
 	r := &rig{table: testdb.Table(t), kin: testkinesis.Client(t, testkinesis.Endpoint(t))}
 	r.arn = testkinesis.Stream(t, shards)
-	p, err := faultproxy.New(testdb.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p := faultproxy.For(t, testdb.Endpoint(t))
 	r.proxy = p
 	r.h = ingest.New(ingest.DefaultConfig(r.table), testdb.Client(t, p.URL), ingest.Options{})
 	return r

@@ -26,11 +26,7 @@ func TestScatterConcurrencyBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := faultproxy.New(testdb.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := faultproxy.For(t, testdb.Endpoint(t))
 	const conc = 16
 	h := checked(t, NewHandler(Config{Table: table, Concurrency: conc}, testdb.Client(t, p.URL), Options{Now: func() time.Time { return now }}))
 	status, _, body := get(t, h, EventsRoute, url.Values{"source": {"wide"}, "consistent": {"true"}, "limit": {"1000"},
@@ -48,11 +44,7 @@ func TestScatterConcurrencyBounded(t *testing.T) {
 // answers 503 with Retry-After, not a short page.
 func TestSlowQueryAnswers503(t *testing.T) {
 	c := loadCorpus(t)
-	p, err := faultproxy.New(testdb.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := faultproxy.For(t, testdb.Endpoint(t))
 	p.SetLatency(150 * time.Millisecond)
 	h := handlerFor(t, c.table, p.URL)
 	q := url.Values{"source": {c.source}, "consistent": {"true"}, "limit": {"1000"},

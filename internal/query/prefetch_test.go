@@ -194,11 +194,7 @@ func TestPageReadsAreBounded(t *testing.T) {
 // served anyway, by the path asked for.
 func TestUnneededBucketErrorDoesNotFailPage(t *testing.T) {
 	b := loadBurst(t)
-	p, err := faultproxy.New(testdb.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := faultproxy.For(t, testdb.Endpoint(t))
 	// Every bucket but the two newest busy hours (20:00 and 19:00 on the
 	// 21st) and their day: fail each query of a partition of another hour or
 	// day. A page of 500 reads 20:00 (400 events), comes back for more and

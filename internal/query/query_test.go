@@ -327,11 +327,7 @@ func TestConsistentReadYourWrites(t *testing.T) {
 // request is answered correctly by the scatter path, and the plan says why.
 func TestGSIThrottledFallsBack(t *testing.T) {
 	c := loadCorpus(t)
-	p, err := faultproxy.New(testdb.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := faultproxy.For(t, testdb.Endpoint(t))
 	p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		if r.Op == "Query" && strings.Contains(string(r.Body), `"IndexName"`) {
 			return faultproxy.Throttled, nil

@@ -28,11 +28,7 @@ var lookalikes = []string{"a", "a#b", "a%23b", "a%b", "b", "a#2026-11-22#0", "E#
 // expressions: user input travels in expression attribute values alone.
 func TestNoQueryCrossesSources(t *testing.T) {
 	table := testdb.Table(t)
-	p, err := faultproxy.New(testdb.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := faultproxy.For(t, testdb.Endpoint(t))
 	var mu sync.Mutex
 	var bodies [][]byte
 	p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {

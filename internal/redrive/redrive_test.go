@@ -45,11 +45,7 @@ func newRig(t *testing.T) *rig {
 	r := &rig{table: testdb.Table(t), ddb: testdb.Client(t, testdb.Endpoint(t)), kin: testkinesis.Client(t, testkinesis.Endpoint(t)),
 		sqs: testsqs.Client(t), queue: testsqs.Queue(t)}
 	r.arn = testkinesis.Stream(t, 1)
-	p, err := faultproxy.New(testdb.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p := faultproxy.For(t, testdb.Endpoint(t))
 	r.proxy = p
 	r.h = ingest.New(ingest.DefaultConfig(r.table), testdb.Client(t, p.URL), ingest.Options{})
 	return r

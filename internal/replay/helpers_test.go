@@ -47,11 +47,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{table: testdb.Table(t)}
 	endpoint := testdb.Endpoint(t)
 	e.direct = testdb.Client(t, endpoint)
-	p, err := faultproxy.New(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p := faultproxy.For(t, endpoint)
 	e.proxy, e.proxied = p, testdb.Client(t, p.URL)
 	return e
 }

@@ -109,11 +109,7 @@ func TestWriteInOrderRetriesTheHeadFirst(t *testing.T) {
 	prefix := map[string]int{}
 	for _, how := range []string{"in order", "all at once"} {
 		table := testdb.Table(t)
-		proxy, err := faultproxy.New(endpoint)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(proxy.Close)
+		proxy := faultproxy.For(t, endpoint)
 		proxy.SetRule((&faultproxy.Partitions{WCU: 40, Keys: []string{schema.PK}}).Rule())
 		c := testdb.Client(t, proxy.URL)
 		w := &Writer{Client: c, Table: table, Concurrency: 8}

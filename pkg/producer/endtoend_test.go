@@ -34,11 +34,7 @@ func TestEndToEnd(t *testing.T) {
 func endToEnd(t *testing.T, aggregate bool) {
 	const n = 1500
 	arn, name := stream(t, 2)
-	kproxy, err := faultproxy.New(testkinesis.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kproxy.Close)
+	kproxy := faultproxy.For(t, testkinesis.Endpoint(t))
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(12, 34))
 	kproxy.SetEntryFault(func(e faultproxy.Entry) string {
@@ -64,11 +60,7 @@ func endToEnd(t *testing.T, aggregate bool) {
 	})
 
 	table := testdb.Table(t)
-	dproxy, err := faultproxy.New(testdb.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dproxy.Close)
+	dproxy := faultproxy.For(t, testdb.Endpoint(t))
 	dproxy.SetRule(faultproxy.Mix{Seed: 7, Throttled: 0.05, Partial: 0.2}.Rule())
 	h := ingest.New(ingest.DefaultConfig(table), testdb.Client(t, dproxy.URL), ingest.Options{})
 	poller := &kinesispoll.Poller{Client: testkinesis.Client(t, testkinesis.Endpoint(t)), StreamARN: arn.Full, Handler: h.Kinesis,

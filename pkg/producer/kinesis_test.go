@@ -213,11 +213,7 @@ func TestKinesisBatchLimits(t *testing.T) {
 // whole PutRecords requests; the producer backs off and sends them again.
 func TestKinesisThrottling(t *testing.T) {
 	arn, name := stream(t, 1)
-	proxy, err := faultproxy.New(testkinesis.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
+	proxy := faultproxy.For(t, testkinesis.Endpoint(t))
 	proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		if r.Op == "PutRecords" && r.N <= 3 {
 			return faultproxy.Throttled, nil
@@ -252,11 +248,7 @@ func TestKinesisThrottling(t *testing.T) {
 func TestKinesisPartialFailure(t *testing.T) {
 	arn, name := stream(t, 1)
 	c := client(testkinesis.Endpoint(t))
-	proxy, err := faultproxy.New(testkinesis.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
+	proxy := faultproxy.For(t, testkinesis.Endpoint(t))
 	var mu sync.Mutex
 	tries := map[string]int{} // id -> requests that carried it
 	sizes := map[int64]int{}  // request -> entries
@@ -415,11 +407,7 @@ func TestKinesisCloseFlushes(t *testing.T) {
 // event not stored as failed, and returns.
 func TestKinesisContextCancellation(t *testing.T) {
 	_, name := stream(t, 1)
-	proxy, err := faultproxy.New(testkinesis.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
+	proxy := faultproxy.For(t, testkinesis.Endpoint(t))
 	proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		if r.Op == "PutRecords" {
 			return faultproxy.Throttled, nil
