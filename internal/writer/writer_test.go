@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -130,8 +131,12 @@ func TestWriteInOrderRetriesTheHeadFirst(t *testing.T) {
 		}
 		for i, st := range res.Status[:400] {
 			stored := get(t, testdb.Client(t, endpoint), table, "hot", fmt.Sprintf("k%03d", i)) != nil
-			if (st == Stored) != stored {
-				t.Fatalf("%s: item %d reported %v, in the table: %v", how, i, st, stored)
+			// A write cut off by the deadline may have reached the table
+			// before its answer was lost: it is reported failed, and
+			// writing it again is harmless. Any other disagreement is a bug.
+			cutOff := errors.Is(res.Err[i], context.DeadlineExceeded)
+			if st == Stored && !stored || st != Stored && stored && !cutOff {
+				t.Fatalf("%s: item %d reported %v (%v), in the table: %v", how, i, st, res.Err[i], stored)
 			}
 			if st != Stored && res.Err[i] == nil {
 				t.Fatalf("%s: item %d %v without a reason", how, i, st)
