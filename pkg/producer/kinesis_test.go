@@ -47,9 +47,13 @@ func stream(t *testing.T, shards int) (kinesisread.ARN, string) {
 }
 
 // readAll reads every record of the stream, as Lambda would hand them on.
-func readAll(t *testing.T, c *kinesis.Client, arn kinesisread.ARN) []events.KinesisEventRecord {
+// It reads with the SDK's default retries, straight from kinesalite: the
+// read-back checks the producer and is not under test, and kinesalite now
+// and then closes a kept-alive connection under a request.
+func readAll(t *testing.T, arn kinesisread.ARN) []events.KinesisEventRecord {
 	t.Helper()
 	ctx := context.Background()
+	c := kinesislocal.Client(testkinesis.Endpoint(t))
 	shards, err := kinesisread.Shards(ctx, c, arn)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +204,7 @@ func TestKinesisBatchLimits(t *testing.T) {
 	if got := rec.sizes()[3:]; !slices.Equal(got, []int{5, 5, 2}) {
 		t.Fatalf("byte limit: batches of %v records, want [5 5 2]", got)
 	}
-	wantOnce(t, ids(t, readAll(t, c, arn)), evIDs(0, 1212))
+	wantOnce(t, ids(t, readAll(t, arn)), evIDs(0, 1212))
 	if s := p.Stats(); s.Put != 1212 || s.Failed != 0 || s.Retried != 0 || s.Requests != 6 {
 		t.Fatalf("stats %+v", s)
 	}
@@ -231,7 +235,7 @@ func TestKinesisThrottling(t *testing.T) {
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wantOnce(t, ids(t, readAll(t, client(testkinesis.Endpoint(t)), arn)), evIDs(0, 100))
+	wantOnce(t, ids(t, readAll(t, arn)), evIDs(0, 100))
 	s := p.Stats()
 	if s.Put != 100 || s.Failed != 0 || s.Retried != 300 || s.Requests != 4 || proxy.Faults.Load() != 3 {
 		t.Fatalf("stats %+v, faults %d; want 100 put, 300 retried in 4 requests", s, proxy.Faults.Load())
@@ -247,7 +251,6 @@ func TestKinesisThrottling(t *testing.T) {
 // failed entries, and gives up on those that keep failing.
 func TestKinesisPartialFailure(t *testing.T) {
 	arn, name := stream(t, 1)
-	c := client(testkinesis.Endpoint(t))
 	proxy := faultproxy.For(t, testkinesis.Endpoint(t))
 	var mu sync.Mutex
 	tries := map[string]int{} // id -> requests that carried it
@@ -292,7 +295,7 @@ func TestKinesisPartialFailure(t *testing.T) {
 			stored = append(stored, fmt.Sprintf("e-%05d", i))
 		}
 	}
-	wantOnce(t, ids(t, readAll(t, c, arn)), stored)
+	wantOnce(t, ids(t, readAll(t, arn)), stored)
 	// Only the failed entries go again: 42, then the 6 sevens and 12 other
 	// threes, again the same, then the sevens twice more.
 	var got []int
@@ -365,7 +368,7 @@ func TestKinesisBackPressure(t *testing.T) {
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	wantOnce(t, ids(t, readAll(t, c, arn)), evIDs(0, accepted))
+	wantOnce(t, ids(t, readAll(t, arn)), evIDs(0, accepted))
 	if len(out.ok) != accepted {
 		t.Fatalf("%d outcomes, want %d", len(out.ok), accepted)
 	}
@@ -390,7 +393,7 @@ func TestKinesisCloseFlushes(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("Close took %v", d)
 	}
-	wantOnce(t, ids(t, readAll(t, c, arn)), evIDs(0, 10))
+	wantOnce(t, ids(t, readAll(t, arn)), evIDs(0, 10))
 	if err := p.Put(ctx, ev(10, 10)); !errors.Is(err, producer.ErrClosed) {
 		t.Fatalf("Put after Close: %v", err)
 	}
@@ -491,7 +494,7 @@ func TestKinesisPutRacingClose(t *testing.T) {
 	if len(accepted) == 0 {
 		t.Fatal("no Put got in before Close")
 	}
-	wantOnce(t, ids(t, readAll(t, c, arn)), accepted)
+	wantOnce(t, ids(t, readAll(t, arn)), accepted)
 	if len(out.ok) != len(accepted) || len(out.bad) != 0 {
 		t.Fatalf("outcomes: %d stored, %d failed; %d accepted", len(out.ok), len(out.bad), len(accepted))
 	}
@@ -526,7 +529,7 @@ func TestKinesisAggregation(t *testing.T) {
 	if s.Put != 1001 || s.Records > 20 {
 		t.Fatalf("stats %+v: want 1001 events in at most 20 records", s)
 	}
-	recs := readAll(t, c, arn)
+	recs := readAll(t, arn)
 	wantOnce(t, ids(t, recs), evIDs(0, 1001))
 	aggregates := 0
 	for _, r := range recs {
