@@ -43,9 +43,14 @@ var sources = []struct {
 // raisedTo is the counts of the raised source's step.
 const raisedTo = 64
 
+// loadQueryData writes each source's seven days as they happen: an
+// invocation of the ingest handler per hour of events, at the hour's end.
+// A day's GSI bucket thus follows from the day before it, as in a live
+// deployment (a day after a quiet one has a day bucket).
 func loadQueryData(ctx context.Context, client *dynamodb.Client, table string, now time.Time) error {
 	cfg := ingest.DefaultConfig(table)
-	h := ingest.New(cfg, client, ingest.Options{Now: func() time.Time { return now }})
+	clock := now
+	h := ingest.New(cfg, client, ingest.Options{Now: func() time.Time { return clock }})
 	for _, s := range sources {
 		if s.raised {
 			// Recorded as the ingest function records a raise.
@@ -60,28 +65,50 @@ func loadQueryData(ctx context.Context, client *dynamodb.Client, table string, n
 				return fmt.Errorf("raise %s: %w", s.name, err)
 			}
 		}
+		n := 7 * 24 * s.perHour
 		var ev events.KinesisEvent
 		var batch []json.RawMessage
-		n := 7 * 24 * s.perHour
-		for i := range n {
-			at := now.Add(-time.Duration(i+1) * 7 * 24 * time.Hour / time.Duration(n))
-			b, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("%s-%d", s.name, i), "source": s.name, "type": "reading",
-				"time": at.Format(time.RFC3339Nano), "data": map[string]any{"i": i, "v": 0.5}})
-			batch = append(batch, b)
-			if len(batch) == 50 || i == n-1 {
+		pack := func() { // the batch becomes a record of 50 events at most
+			if len(batch) > 0 {
 				data, _ := json.Marshal(batch)
 				ev.Records = append(ev.Records, events.KinesisEventRecord{EventSource: "aws:kinesis",
 					Kinesis: events.KinesisRecord{Data: data, SequenceNumber: fmt.Sprint(len(ev.Records))}})
 				batch = nil
 			}
-			if len(ev.Records) == 100 || i == n-1 {
-				resp, err := h.Kinesis(ctx, ev)
-				if err != nil || len(resp.BatchItemFailures) > 0 {
-					return fmt.Errorf("load %s: %v, %d failures", s.name, err, len(resp.BatchItemFailures))
+		}
+		flush := func() error {
+			if pack(); len(ev.Records) == 0 {
+				return nil
+			}
+			resp, err := h.Kinesis(ctx, ev)
+			if err != nil || len(resp.BatchItemFailures) > 0 {
+				return fmt.Errorf("load %s: %v, %d failures", s.name, err, len(resp.BatchItemFailures))
+			}
+			ev.Records = nil
+			return nil
+		}
+		for i := n - 1; i >= 0; i-- { // oldest first
+			at := now.Add(-time.Duration(i+1) * 7 * 24 * time.Hour / time.Duration(n))
+			end := at.Truncate(time.Hour).Add(time.Hour)
+			if end.After(now) {
+				end = now
+			}
+			if end != clock {
+				if err := flush(); err != nil { // the hour before is over
+					return err
 				}
-				ev.Records = nil
+				clock = end
+			}
+			b, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("%s-%d", s.name, i), "source": s.name, "type": "reading",
+				"time": at.Format(time.RFC3339Nano), "data": map[string]any{"i": i, "v": 0.5}})
+			if batch = append(batch, b); len(batch) == 50 {
+				pack()
 			}
 		}
+		if err := flush(); err != nil {
+			return err
+		}
+		clock = now
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -142,32 +143,50 @@ type resolved struct {
 	err   error
 }
 
-// schedules looks up the schedule of every key, at most 16 at a time. Each
-// lookup writes only its own slot of a slice sized before any starts: with a
-// warm cache the lookups finish while others are still being started, so
-// nothing they write may be shared with the loop that starts them.
+// schedules looks up the schedule of every key, the streams at most 16 at
+// a time. Each lookup writes only its own slot of a slice sized before any
+// starts: with a warm cache the lookups finish while others are still being
+// started, so nothing they write may be shared with the loop that starts
+// them.
 //
 // For an event stream it then marks, in the day's hour index, the hours the
 // batch writes in (hours[i], the batch's events per UTC hour, for keys[i]),
 // before any of those events is written: a reader skips an hour without a
-// marker.
+// marker. A stream's days go one after another, oldest first: a day's
+// record is created from what its previous day's record and hour index say
+// (shardmap.Registry.Schedule), so a batch that spans both marks the
+// earlier day before it creates the later one, and the outcome does not
+// depend on which lookup ran first.
 func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours [][24]int32) []resolved {
 	out := make([]resolved, len(keys))
+	byStream := map[bucketing.Stream][]int{}
+	var streams []bucketing.Stream
+	for i, k := range keys {
+		if _, ok := byStream[k.stream]; !ok {
+			streams = append(streams, k.stream)
+		}
+		byStream[k.stream] = append(byStream[k.stream], i)
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
-	for i, k := range keys {
+	for _, st := range streams {
+		idx := byStream[st]
+		sort.Slice(idx, func(a, b int) bool { return keys[idx[a]].day < keys[idx[b]].day })
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			day := time.Unix(k.day*86400, 0).UTC().Format(bucketing.DayLayout)
-			s, err := h.registry.Schedule(ctx, k.stream, day)
-			if err != nil {
-				err = fmt.Errorf("shard schedule of %s on %s: %w", k.stream.MetaPK(day), day, err)
-			} else if k.stream.Space == bucketing.Events {
-				err = h.hours.Mark(ctx, k.stream, day, hours[i])
+			for _, i := range idx {
+				k := keys[i]
+				day := time.Unix(k.day*86400, 0).UTC().Format(bucketing.DayLayout)
+				s, err := h.registry.Schedule(ctx, k.stream, day)
+				if err != nil {
+					err = fmt.Errorf("shard schedule of %s on %s: %w", k.stream.MetaPK(day), day, err)
+				} else if k.stream.Space == bucketing.Events {
+					err = h.hours.Mark(ctx, k.stream, day, hours[i])
+				}
+				out[i] = resolved{s, err}
 			}
-			out[i] = resolved{s, err}
 		}()
 	}
 	wg.Wait()

@@ -41,7 +41,7 @@ func Event(e cloudevent.Event, shards bucketing.Step, retention time.Duration) I
 	pkEnd := len(buf)
 	buf = bucketing.AppendSortKey(buf, e.Time, e.ID)
 	skEnd := len(buf)
-	buf = bucketing.AppendGSIPK(buf, e.Source, e.Time, bucketing.GSIShard(h, shards.GSIShards))
+	buf = bucketing.AppendGSIPK(buf, e.Source, e.Time, shards.DayBucket, bucketing.GSIShard(h, shards.GSIShards))
 	gpkEnd := len(buf)
 	buf = strconv.AppendInt(buf, e.Time.Add(retention).Unix(), 10)
 	keys := string(buf)

@@ -12,16 +12,18 @@ import (
 // from the days' hour indexes before any event is read.
 type estimate struct {
 	gsi, scatter int // requests on each path
-	hours, days  int // hour buckets and day buckets the page would open
+	buckets      int // GSI buckets the page would open: hours, or days on a day-bucket day
+	days         int // base-table day buckets the page would open
 	known        bool
 }
 
 // estimateCost walks the page's range in its order, day by day, and adds up
 // the hour indexes' hints until they cover the page (limit and one more)
 // or the range ends. Each hour that may hold events costs the GSI path a
-// query per GSI shard; each day that may hold events costs the scatter path
-// a query per shard. The hints are lower bounds, so the estimate errs
-// towards more hours, never fewer. A day without hints (written before
+// query per GSI shard (each day, on a day whose GSI bucket is the day);
+// each day that may hold events costs the scatter path a query per shard.
+// The hints are lower bounds, so the estimate errs towards more buckets,
+// never fewer. A day without hints (written before
 // they existed) makes the estimate unknown: the GSI serves, as it always
 // did.
 //
@@ -31,6 +33,7 @@ func (rn *run) estimateCost(ctx context.Context) (estimate, error) {
 	var e estimate
 	need := float64(rn.p.Limit + 1)
 	got := 0.0
+	gsiDays := 0 // the days whose GSI day bucket is counted
 	for _, dayStart := range buckets(rn.b.from, rn.b.to, 24*time.Hour, rn.p.Order) {
 		d, err := rn.day(ctx, bucketing.Day(dayStart), rn.p.Consistent)
 		if err != nil {
@@ -49,13 +52,17 @@ func (rn *run) estimateCost(ctx context.Context) (estimate, error) {
 			if hint < 0 {
 				return estimate{}, nil
 			}
+			daily := d.Sched[0].DayBucket
 			if !opened {
 				opened = true
 				e.days++
 				e.scatter += d.Sched.MaxShards()
 			}
-			e.hours++
-			e.gsi += d.Sched.MaxGSIShards()
+			if !daily || e.days > gsiDays { // a GSI day bucket once a day
+				gsiDays = e.days
+				e.buckets++
+				e.gsi += d.Sched.MaxGSIShards()
+			}
 			// a range that covers part of an hour holds about that part of its events
 			part := minTime(h.Add(time.Hour), to).Sub(maxTime(h, from)).Hours()
 			if got += float64(hint) * part; got >= need {
@@ -71,21 +78,24 @@ func (rn *run) estimateCost(ctx context.Context) (estimate, error) {
 // choose is the path an eventually consistent page of events takes, and
 // why: the GSI unless the base table's shards cost fewer requests.
 func (rn *run) choose(ctx context.Context) (path, string, error) {
+	// The estimate's reads are the ones the page needs anyway, whatever
+	// path serves it; they let it open no more buckets ahead than their
+	// hints say it needs.
+	e, err := rn.estimateCost(ctx)
+	if err != nil {
+		return nil, "", err
+	}
 	if f := rn.r.Path; f != "" {
 		if f == PathScatter {
 			return scatter{}, reasonForced, nil
 		}
 		return gsi{}, reasonGSI, nil
 	}
-	e, err := rn.estimateCost(ctx)
-	if err != nil {
-		return nil, "", err
-	}
 	if !e.known {
 		return gsi{}, reasonGSI, nil
 	}
 	if e.scatter < e.gsi {
-		return scatter{}, fmt.Sprintf(reasonCostScatter, e.days, e.scatter, e.hours, e.gsi), nil
+		return scatter{}, fmt.Sprintf(reasonCostScatter, e.days, e.scatter, e.buckets, e.gsi), nil
 	}
-	return gsi{}, fmt.Sprintf(reasonCostGSI, e.hours, e.gsi, e.days, e.scatter), nil
+	return gsi{}, fmt.Sprintf(reasonCostGSI, e.buckets, e.gsi, e.days, e.scatter), nil
 }

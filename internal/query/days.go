@@ -124,28 +124,9 @@ func (rn *run) readDay(ctx context.Context, s bucketing.Stream, day string) (sha
 	return d, nil
 }
 
-// hourDay is what the page knows of the day of the hour starting at start,
-// such that the hour is marked if it holds events: from the cache when the
-// cache lists the hour, afresh otherwise. marked is false when the hour
-// holds no event.
-func (rn *run) hourDay(ctx context.Context, start time.Time) (d shardmap.Day, marked bool, err error) {
-	day := bucketing.Day(start)
-	h := start.UTC().Hour()
-	fresh := rn.p.Consistent
-	if d, err = rn.day(ctx, day, fresh); err != nil {
-		return d, false, err
-	}
-	if d.Sched != nil && d.Marked(h) {
-		return d, true, nil
-	}
-	if d, err = rn.day(ctx, day, true); err != nil {
-		return d, false, err
-	}
-	return d, d.Sched != nil && d.Marked(h), nil
-}
-
 // hint is a lower bound of the events in the bucket starting at start on
-// the run's path, from what the page already read of its day; -1 when the
+// the run's path (on a GSI day bucket, the first hour's bucket holds the
+// day's), from what the page already read of its day; -1 when the
 // page does not know. It never reads: it only keeps a page from opening
 // buckets ahead that its hints say it will not need (window.go).
 func (rn *run) hint(start time.Time) int {
@@ -156,10 +137,14 @@ func (rn *run) hint(start time.Time) int {
 	if !ok || d.Sched == nil {
 		return -1
 	}
-	if rn.via.step() == time.Hour {
+	daily := rn.via.step() == time.Hour && d.Sched[0].DayBucket
+	if rn.via.step() == time.Hour && !daily {
 		return d.Hint(start.UTC().Hour())
 	}
-	from, to := maxTime(start, rn.b.from), minTime(start.Add(24*time.Hour), rn.b.to)
+	if daily && !start.Equal(rn.firstHour(start)) {
+		return 0 // the day's bucket went with its first hour
+	}
+	from, to := rn.dayRange(start)
 	n := 0
 	for t := from.Truncate(time.Hour); t.Before(to); t = t.Add(time.Hour) {
 		h := d.Hint(t.UTC().Hour())

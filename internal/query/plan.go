@@ -12,9 +12,9 @@ import (
 // Why a path serves a page, as the plan says it.
 const (
 	reasonConsistent  = "consistent=true: strongly consistent reads come from the base table's shards"
-	reasonGSI         = "the GSI serves eventually consistent reads, one hour bucket at a time"
-	reasonCostGSI     = "cost: the GSI, about %d hour buckets in %d queries, against %d days in %d queries on the base table's shards"
-	reasonCostScatter = "cost: the base table's shards, %d days in %d queries, against about %d hour buckets in %d queries on the GSI"
+	reasonGSI         = "the GSI serves eventually consistent reads, one time bucket at a time"
+	reasonCostGSI     = "cost: the GSI, about %d time buckets in %d queries, against %d days in %d queries on the base table's shards"
+	reasonCostScatter = "cost: the base table's shards, %d days in %d queries, against about %d time buckets in %d queries on the GSI"
 	reasonForced      = "the reader is set to read the base table's shards"
 	reasonFallback    = "the GSI could not serve (%s): read the base table's shards instead"
 	reasonQuarantine  = "the quarantine is read from the base table's shards"

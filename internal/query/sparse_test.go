@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -11,7 +12,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // store writes events of source at times through the real ingest handler,
@@ -38,37 +41,61 @@ func store(t *testing.T, h *ingest.Handler, source string, times []time.Time) {
 }
 
 // TestSparseSourcePagesCostWhatTheyReturn: a source that writes one event
-// an hour, read "newest 100 of 7 days" page by page, costs what the
-// cheaper path costs: the base table's shards, a query per shard per day
-// (5 days × 4 shards) and a read of each day's shard record and hour index,
-// not a query per hour (the GSI's 100 and more). Every event comes once.
+// an hour, as it happens, for a week. Its first day has hour buckets on
+// the GSI; every later day follows a quiet one, so its GSI bucket is the
+// day. "Newest 100 of 7 days" from a cold container costs at most 12
+// requests over the pages that return those 100 events: a read of each
+// day's shard record and hour index and a GSI query per day, 5 days of
+// each. Every event comes once on every path.
 func TestSparseSourcePagesCostWhatTheyReturn(t *testing.T) {
 	table := testdb.Table(t)
 	client := testdb.Client(t, testdb.Endpoint(t))
-	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
+	clock := now.Add(-7 * 24 * time.Hour)
+	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return clock }})
 	var times []time.Time
-	for i := range 7 * 24 {
+	for i := 7*24 - 1; i >= 0; i-- {
 		times = append(times, now.Add(-time.Duration(i)*time.Hour-17*time.Minute))
 	}
-	store(t, in, "quiet", times)
-	q := url.Values{"source": {"quiet"}, "from": {now.Add(-7 * 24 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
-	total := map[string]int{}
-	for _, path := range []string{PathGSI, ""} {
-		h := handlerOn(t, table, testdb.Endpoint(t), path)
-		got, plans := pageThrough(t, h, clone(q), 10)
-		if len(got) != len(times) {
-			t.Fatalf("%q: %d events, want %d", path, len(got), len(times))
+	for _, at := range times { // each as it happens
+		clock = at.Add(time.Second)
+		store(t, in, "quiet", []time.Time{at})
+	}
+	for d := now.Add(-7 * 24 * time.Hour); d.Before(now); d = d.Add(24 * time.Hour) {
+		day, _, err := shardmap.ReadDay(context.Background(), client, table, bucketing.Stream{Space: bucketing.Events, Source: "quiet"}, bucketing.Day(d))
+		if err != nil {
+			t.Fatal(err)
 		}
-		first := plans[0]
-		total[path] = first.Requests
-		t.Logf("%q: newest 100 of 7 days: %+v", path, first)
-		if path == "" && (first.Path != PathScatter || !strings.HasPrefix(first.Reason, "cost: ")) {
-			t.Fatalf("by cost: %+v", first)
+		if first := bucketing.Day(d) == bucketing.Day(times[0]); day.Sched[0].DayBucket == first {
+			t.Fatalf("%s: GSI day bucket %v, want %v", bucketing.Day(d), day.Sched[0].DayBucket, !first)
 		}
 	}
-	// 100 hours span 5 days: 5 × (4 shards + 1 read of the day).
-	if total[""] > 25 || total[""]*4 > total[PathGSI] {
-		t.Fatalf("newest 100 cost %d requests by cost, %d on the GSI", total[""], total[PathGSI])
+	q := url.Values{"source": {"quiet"}, "from": {now.Add(-7 * 24 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
+	for _, mode := range []string{"", PathGSI, PathScatter, "consistent"} {
+		h, qq := handlerOn(t, table, testdb.Endpoint(t), mode), clone(q)
+		if mode == "consistent" {
+			h = handlerOn(t, table, testdb.Endpoint(t), "")
+			qq.Set("consistent", "true")
+		}
+		got, plans := pageThrough(t, h, qq, 10)
+		if len(got) != len(times) || len(distinct(got)) != len(got) {
+			t.Fatalf("%q: %d events, want %d once each", mode, len(got), len(times))
+		}
+		first := plans[0]
+		t.Logf("%q: newest 100 of 7 days: %+v", mode, first)
+		switch mode {
+		case "":
+			if first.Path != PathGSI || !strings.HasPrefix(first.Reason, "cost: ") || first.Requests > 12 {
+				t.Fatalf("by cost: %+v; want the GSI's day buckets, at most 12 requests", first)
+			}
+		case PathGSI:
+			if first.Requests > 12 {
+				t.Fatalf("GSI: %+v; want at most 12 requests", first)
+			}
+		default: // the base table's 4 shards a day, and a read of each day
+			if first.Requests > 5*(4+1) {
+				t.Fatalf("%q: %+v; want at most 25 requests", mode, first)
+			}
+		}
 	}
 }
 

@@ -68,9 +68,14 @@ func (w *window) openAhead(n int) {
 	}
 	k := min(w.size, len(w.starts), max(1, aheadPartitions/w.width))
 	// and no more than the hour indexes' hints say the page needs
+	before := make([]int, k) // the hints of the buckets before each; -1 past an unknown one
 	for i, sum := 0, 0; i < k; i++ {
+		before[i] = sum
 		h := w.rn.hint(w.starts[i])
 		if h < 0 {
+			for j := i + 1; j < k; j++ {
+				before[j] = -1
+			}
 			break
 		}
 		if sum += h; sum >= n {
@@ -84,6 +89,12 @@ func (w *window) openAhead(n int) {
 		ask := n
 		if i > 0 {
 			ask = ceilDiv(n, 2*(k-1))
+			// A bucket whose hint is known holds at least that many, and
+			// the page can use at most what the buckets before it leave:
+			// asked for that, a quiet bucket is read in one request.
+			if h := w.rn.hint(start); before[i] >= 0 && h > 0 {
+				ask = max(ask, min(h, n-before[i])+1)
+			}
 		}
 		w.wg.Add(1)
 		go func() {

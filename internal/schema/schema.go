@@ -38,6 +38,7 @@ const (
 
 	Schedule = "sched" // shard-count record: the list of steps
 	Version  = "ver"   // shard-count record: optimistic-lock version
+	DayGSI   = "gday"  // shard-count record: true when the day's GSI bucket is the day (bucketing.Step.DayBucket)
 	Hours    = "hrs"   // hour index: the UTC hours of a day that hold events (a number set)
 )
 

@@ -91,21 +91,8 @@ func decodeDay(items []map[string]types.AttributeValue) (Day, error) {
 			}
 			d.Sched = rec.sched
 		case hoursSK:
-			hours, err := DecodeHours(it)
-			if err != nil {
+			if err := d.addHours(it); err != nil {
 				return Day{}, err
-			}
-			d.Indexed = true
-			for _, h := range hours {
-				d.Hours |= 1 << h
-			}
-			for h := range d.Hints {
-				d.Hints[h] = -1
-				if n, ok := it[hintPrefix+fmt.Sprintf("%02d", h)].(*types.AttributeValueMemberN); ok {
-					if v, err := strconv.Atoi(n.Value); err == nil && v >= 0 {
-						d.Hints[h] = v
-					}
-				}
 			}
 		}
 	}
@@ -113,6 +100,50 @@ func decodeDay(items []map[string]types.AttributeValue) (Day, error) {
 		return Day{}, nil // an hour index without its record describes nothing readable
 	}
 	return d, nil
+}
+
+// addHours takes the hours and hints of an hour-index item into d.
+func (d *Day) addHours(it map[string]types.AttributeValue) error {
+	hours, err := DecodeHours(it)
+	if err != nil {
+		return err
+	}
+	d.Indexed = true
+	for _, h := range hours {
+		d.Hours |= 1 << h
+	}
+	for h := range d.Hints {
+		d.Hints[h] = -1
+		if n, ok := it[hintPrefix+fmt.Sprintf("%02d", h)].(*types.AttributeValueMemberN); ok {
+			if v, err := strconv.Atoi(n.Value); err == nil && v >= 0 {
+				d.Hints[h] = v
+			}
+		}
+	}
+	return nil
+}
+
+// QuietHour is how many events make an hour busy: a page of the default
+// size (100) fits in one hour bucket of a busy hour, and walks several of
+// quiet ones.
+const QuietHour = 100
+
+// Quiet says whether the day was quiet: never raised, and no hour of it
+// known to hold QuietHour events or more. A day without an hour index, or
+// with an hour whose hint is unknown, is not known quiet. Hints are lower
+// bounds, so a busier day may pass for quiet; the next day's GSI day
+// bucket then costs its readers no more than hour buckets would (see
+// Registry.Schedule).
+func (d Day) Quiet() bool {
+	if len(d.Sched) != 1 || !d.Indexed || d.Hours == 0 {
+		return false
+	}
+	for h := range 24 {
+		if n := d.Hint(h); n < 0 || n >= QuietHour {
+			return false
+		}
+	}
+	return true
 }
 
 func str(v types.AttributeValue) string {

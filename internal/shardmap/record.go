@@ -50,6 +50,9 @@ func (r *Registry) write(ctx context.Context, key string, rec record) error {
 	}
 	item[schema.Schedule] = &types.AttributeValueMemberL{Value: steps}
 	item[schema.Version] = num(rec.ver + 1)
+	if len(rec.sched) > 0 && rec.sched[0].DayBucket {
+		item[schema.DayGSI] = &types.AttributeValueMemberBOOL{Value: true}
+	}
 	if rec.expires > 0 {
 		item[schema.TTL] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.expires, 10)}
 	}
@@ -92,13 +95,17 @@ func decode(item map[string]types.AttributeValue) (record, error) {
 			return record{}, fmt.Errorf("%s: %w", schema.TTL, err)
 		}
 	}
+	daily := false
+	if b, ok := item[schema.DayGSI].(*types.AttributeValueMemberBOOL); ok {
+		daily = b.Value
+	}
 	s := make(bucketing.Schedule, 0, len(l.Value))
 	for i, v := range l.Value {
 		m, ok := v.(*types.AttributeValueMemberM)
 		if !ok {
 			return record{}, fmt.Errorf("step %d is not a map", i)
 		}
-		var st bucketing.Step
+		st := bucketing.Step{DayBucket: daily}
 		for name, dst := range map[string]*int{"from": &st.From, "n": &st.Shards, "g": &st.GSIShards} {
 			if *dst, err = intAttr(m.Value[name]); err != nil {
 				return record{}, fmt.Errorf("step %d %s: %w", i, name, err)

@@ -5,7 +5,9 @@
 //
 // The record is one item per (stream, day), key bucketing.Stream.MetaPK, whose
 // "sched" attribute is a bucketing.Schedule. The first writer of a day creates
-// it with the configured counts from minute 0. When the configuration later
+// it with the configured counts from minute 0 (or more, see Config.Carry),
+// and chooses the day's GSI time bucket: the whole day if the previous day
+// was quiet (Day.Quiet), the hour otherwise. When the configuration later
 // asks for more shards, a writer appends a step that starts Lead after now
 // (rounded up to a minute): no event already written can carry a time that
 // late (events are at most cloudevent.MaxFuture ahead), and every writer,
@@ -28,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -147,13 +150,13 @@ func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string)
 		if err != nil {
 			return nil, err
 		}
-		n, g := wantN, wantG
-		if rec.sched == nil && r.Config.Carry && s.Space == bucketing.Events {
-			if n, g, err = r.carried(ctx, s, day, n, g); err != nil {
+		first := bucketing.Step{Shards: wantN, GSIShards: wantG}
+		if rec.sched == nil && s.Space == bucketing.Events {
+			if first, err = r.start(ctx, s, day, first); err != nil {
 				return nil, err
 			}
 		}
-		next, changed := r.update(rec, day, n, g, now)
+		next, changed := r.update(rec, day, first, now)
 		if changed && rec.sched == nil && s.Space == bucketing.Events {
 			// The first writer of the day lists the source in the day's
 			// catalogue before it creates the record: once the record
@@ -200,7 +203,7 @@ func (r *Registry) Raise(ctx context.Context, s bucketing.Stream, day string, n,
 		if rec.sched == nil {
 			return nil, false, fmt.Errorf("shard record %s: gone while raising", key)
 		}
-		next := extend(rec.sched, day, n, g, now)
+		next := extend(rec.sched, day, bucketing.Step{Shards: n, GSIShards: g}, now)
 		if next == nil {
 			r.remember(key, rec, now)
 			return rec.sched, false, nil
@@ -220,29 +223,49 @@ func (r *Registry) Raise(ctx context.Context, s bucketing.Stream, day string, n,
 	return nil, false, fmt.Errorf("shard record %s: too many concurrent updates", key)
 }
 
-// carried is the counts a new day of stream starts with: the configured n
-// and g, or more if the previous day reached more (see Config.Carry).
-func (r *Registry) carried(ctx context.Context, s bucketing.Stream, day string, n, g int) (int, int, error) {
+// start is the first step of a new day of stream, given the configured
+// counts in first: more shards if the previous day reached more (see
+// Config.Carry), and a day GSI bucket if the previous day was quiet (see
+// Day.Quiet).
+func (r *Registry) start(ctx context.Context, s bucketing.Stream, day string, first bucketing.Step) (bucketing.Step, error) {
 	d, err := time.Parse(bucketing.DayLayout, day)
 	if err != nil {
-		return n, g, nil
+		return first, nil
 	}
-	prev, err := r.read(ctx, s.MetaPK(d.AddDate(0, 0, -1).Format(bucketing.DayLayout)))
+	prevDay := d.AddDate(0, 0, -1).Format(bucketing.DayLayout)
+	prev, err := r.read(ctx, s.MetaPK(prevDay))
 	if err != nil || prev.sched == nil {
-		return n, g, err
+		return first, err
 	}
-	last := prev.sched.Last()
-	pn, pg := last.Shards, last.GSIShards
-	if len(prev.sched) == 1 {
-		pn, pg = pn/2, pg/2
+	if r.Config.Carry {
+		last := prev.sched.Last()
+		pn, pg := last.Shards, last.GSIShards
+		if len(prev.sched) == 1 {
+			pn, pg = pn/2, pg/2
+		}
+		first.Shards, first.GSIShards = max(first.Shards, pn), max(first.GSIShards, pg)
 	}
-	return max(n, pn), max(g, pg), nil
+	if len(prev.sched) > 1 {
+		return first, nil // raised: not quiet, and no need to read its hours
+	}
+	out, err := r.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.Table), Key: HoursKey(s, prevDay)})
+	if err != nil {
+		return first, fmt.Errorf("read hour index of %s: %w", s.MetaPK(prevDay), err)
+	}
+	pd := Day{Sched: prev.sched}
+	if out.Item != nil {
+		if err := pd.addHours(out.Item); err != nil {
+			return first, fmt.Errorf("%s: %w", s.MetaPK(prevDay), err)
+		}
+	}
+	first.DayBucket = pd.Quiet()
+	return first, nil
 }
 
 // update is the record to store in place of rec, and whether it differs
-// from rec.
-func (r *Registry) update(rec record, day string, wantN, wantG int, now time.Time) (record, bool) {
-	sched := extend(rec.sched, day, wantN, wantG, now)
+// from rec. first is the day's first step, if rec is still to be created.
+func (r *Registry) update(rec record, day string, first bucketing.Step, now time.Time) (record, bool) {
+	sched := extend(rec.sched, day, first, now)
 	expires := r.keepUntil(rec, day)
 	if sched == nil && expires == rec.expires {
 		return rec, false
@@ -275,11 +298,15 @@ func (r *Registry) keepUntil(rec record, day string) int64 {
 	return max(rec.expires, d.Add(24*time.Hour+r.Config.Retention).Unix())
 }
 
-// extend returns the schedule to store, or nil when sched is fine as it is.
-func extend(sched bucketing.Schedule, day string, wantN, wantG int, now time.Time) bucketing.Schedule {
+// extend returns the schedule to store, or nil when sched is fine as it is:
+// want's counts from Lead after now, or want itself from minute 0 when
+// there is no schedule yet.
+func extend(sched bucketing.Schedule, day string, want bucketing.Step, now time.Time) bucketing.Schedule {
 	if sched == nil {
-		return bucketing.Schedule{{From: 0, Shards: wantN, GSIShards: wantG}}
+		want.From = 0
+		return bucketing.Schedule{want}
 	}
+	wantN, wantG := want.Shards, want.GSIShards
 	last := sched.Last()
 	if wantN <= last.Shards && wantG <= last.GSIShards {
 		return nil
@@ -292,7 +319,7 @@ func extend(sched bucketing.Schedule, day string, wantN, wantG int, now time.Tim
 		return nil
 	}
 	m := from.Hour()*60 + from.Minute()
-	step := bucketing.Step{From: m, Shards: max(wantN, last.Shards), GSIShards: max(wantG, last.GSIShards)}
+	step := bucketing.Step{From: m, Shards: max(wantN, last.Shards), GSIShards: max(wantG, last.GSIShards), DayBucket: last.DayBucket}
 	if m <= last.From {
 		// The last step starts no earlier than a new one could: no writer
 		// can have placed an event by it yet, for the same reason it could

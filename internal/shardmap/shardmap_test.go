@@ -345,7 +345,7 @@ func TestGSICountsApplyACacheAfterTheRaise(t *testing.T) {
 	// writer uses it within two minutes.
 	base := bucketing.Schedule{{From: 0, Shards: 4, GSIShards: 1}}
 	for w := at(10, 0); w.Before(at(11, 0)); w = w.Add(time.Second) {
-		s := extend(base, "2026-11-22", 8, 8, w)
+		s := extend(base, "2026-11-22", bucketing.Step{Shards: 8, GSIShards: 8}, w)
 		if len(s) != 2 {
 			t.Fatalf("raise at %s: %+v", w.Format(time.TimeOnly), s)
 		}

@@ -60,10 +60,19 @@ func TestKeysInjective(t *testing.T) {
 	}
 	baseKeys := map[[2]string]triple{}
 	gsiKeys := map[[2]string]triple{}
+	dayKeys := map[[2]string]triple{}
 	for _, x := range in {
 		h := Hash(x.src, x.id)
 		k := [2]string{Stream{Events, x.src}.PK(Day(x.t), Shard(h, 8)), SortKey(x.t, x.id)}
 		g := [2]string{GSIPK(x.src, Hour(x.t), GSIShard(h, 4)), SortKey(x.t, x.id)}
+		gd := [2]string{GSIPK(x.src, Day(x.t), GSIShard(h, 4)), SortKey(x.t, x.id)}
+		if prev, ok := dayKeys[gd]; ok && prev != x {
+			t.Fatalf("GSI day key collision: %+v and %+v both map to %q", prev, x, gd)
+		}
+		if _, ok := gsiKeys[gd]; ok {
+			t.Fatalf("GSI day key %q is also an hour key", gd)
+		}
+		dayKeys[gd] = x
 		if prev, ok := baseKeys[k]; ok && prev != x {
 			t.Fatalf("base key collision: %+v and %+v both map to %q", prev, x, k)
 		}
@@ -88,9 +97,14 @@ func TestPartitionKeyRoundTrip(t *testing.T) {
 				return false
 			}
 		}
-		g := GSIKey{Source: src, Hour: d + "T07", Shard: n}
-		got, err := ParseGSIPK(g.String())
-		return err == nil && got == g
+		for _, g := range []GSIKey{{Source: src, Bucket: d + "T07", Shard: n}, {Source: src, Bucket: d, Shard: n}} {
+			got, err := ParseGSIPK(g.String())
+			if err != nil || got != g {
+				t.Logf("ParseGSIPK(%q) = %+v, %v; want %+v", g.String(), got, err, g)
+				return false
+			}
+		}
+		return true
 	}
 	if err := quick.Check(f, &quick.Config{MaxCount: 3000}); err != nil {
 		t.Fatal(err)
@@ -277,7 +291,7 @@ func TestShardsFor(t *testing.T) {
 }
 
 func TestSchedule(t *testing.T) {
-	s := Schedule{{0, 4, 1}, {600, 16, 2}}
+	s := Schedule{{From: 0, Shards: 4, GSIShards: 1}, {From: 600, Shards: 16, GSIShards: 2}}
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +305,14 @@ func TestSchedule(t *testing.T) {
 	if s.MaxShards() != 16 || s.MaxGSIShards() != 2 || s.Last().From != 600 {
 		t.Errorf("max/last wrong for %+v", s)
 	}
-	for _, bad := range []Schedule{nil, {{5, 1, 1}}, {{0, 1, 1}, {0, 2, 1}}, {{0, 0, 1}}, {{0, 1, 1}, {1440, 2, 1}}} {
+	step := func(from, n, g int) Step { return Step{From: from, Shards: n, GSIShards: g} }
+	daily := step(0, 1, 1)
+	daily.DayBucket = true
+	if err := (Schedule{daily, {From: 60, Shards: 2, GSIShards: 1, DayBucket: true}}).Validate(); err != nil {
+		t.Errorf("a day-bucket schedule: %v", err)
+	}
+	for _, bad := range []Schedule{nil, {step(5, 1, 1)}, {step(0, 1, 1), step(0, 2, 1)}, {step(0, 0, 1)}, {step(0, 1, 1), step(1440, 2, 1)},
+		{daily, step(60, 2, 1)}} {
 		if bad.Validate() == nil {
 			t.Errorf("Validate(%+v) accepted", bad)
 		}
@@ -332,7 +353,9 @@ func TestAppendMatchesString(t *testing.T) {
 		q := Stream{Space: Quarantine}
 		return string(s.AppendPK([]byte("x"), at, int(n)))[1:] == s.PK(Day(at), int(n)) &&
 			string(q.AppendPK(nil, at, int(n))) == q.PK(Day(at), int(n)) &&
-			string(AppendGSIPK(nil, src, at, int(n))) == GSIPK(src, Hour(at), int(n)) &&
+			string(AppendGSIPK(nil, src, at, false, int(n))) == GSIPK(src, Hour(at), int(n)) &&
+			string(AppendGSIPK(nil, src, at, true, int(n))) == GSIPK(src, Day(at), int(n)) &&
+			GSIBucket(at, true) == Day(at) && GSIBucket(at, false) == Hour(at) &&
 			string(AppendSortKey(nil, at, id)) == SortKey(at, id) &&
 			FormatTime(at) == at.UTC().Format(TimeLayout)
 	}

@@ -15,7 +15,8 @@ const (
 	TimeLayout = "2006-01-02T15:04:05.000000000Z"
 	// DayLayout is the base table's daily bucket.
 	DayLayout = "2006-01-02"
-	// HourLayout is the GSI's hourly bucket.
+	// HourLayout is the GSI's hourly bucket (DayLayout its daily one, on a
+	// day whose schedule says DayBucket).
 	HourLayout = "2006-01-02T15"
 )
 
@@ -205,30 +206,44 @@ func ParsePK(s string) (PartitionKey, error) {
 	return k, nil
 }
 
-// GSIPK is the GSI partition key of source's events in the hour bucket (an
-// HourLayout string) and GSI shard.
-func GSIPK(source, hour string, gsiShard int) string {
+// GSIPK is the GSI partition key of source's events in the time bucket
+// (an HourLayout string, or a DayLayout string on a day whose schedule
+// says DayBucket) and GSI shard.
+func GSIPK(source, bucket string, gsiShard int) string {
 	dst := append(appendEscaped([]byte("G#"), source), '#')
-	return string(strconv.AppendInt(append(append(dst, hour...), '#'), int64(gsiShard), 10))
+	return string(strconv.AppendInt(append(append(dst, bucket...), '#'), int64(gsiShard), 10))
+}
+
+// GSIBucket is the GSI time bucket of t: its UTC day when daily, else its
+// UTC hour.
+func GSIBucket(t time.Time, daily bool) string {
+	if daily {
+		return Day(t)
+	}
+	return Hour(t)
 }
 
 // AppendGSIPK appends the GSI partition key of source's events at time t:
-// GSIPK(source, Hour(t), gsiShard).
-func AppendGSIPK(dst []byte, source string, t time.Time, gsiShard int) []byte {
+// GSIPK(source, GSIBucket(t, daily), gsiShard).
+func AppendGSIPK(dst []byte, source string, t time.Time, daily bool, gsiShard int) []byte {
 	dst = append(appendEscaped(append(dst, "G#"...), source), '#')
-	dst = t.UTC().AppendFormat(dst, HourLayout)
+	layout := HourLayout
+	if daily {
+		layout = DayLayout
+	}
+	dst = t.UTC().AppendFormat(dst, layout)
 	return strconv.AppendInt(append(dst, '#'), int64(gsiShard), 10)
 }
 
 // GSIKey is a decoded GSI partition key.
 type GSIKey struct {
 	Source string
-	Hour   string
+	Bucket string // an HourLayout string, or a DayLayout string for a day bucket
 	Shard  int
 }
 
 // String encodes k.
-func (k GSIKey) String() string { return GSIPK(k.Source, k.Hour, k.Shard) }
+func (k GSIKey) String() string { return GSIPK(k.Source, k.Bucket, k.Shard) }
 
 // ParseGSIPK decodes a GSI partition key.
 func ParseGSIPK(s string) (GSIKey, error) {
@@ -245,13 +260,15 @@ func ParseGSIPK(s string) (GSIKey, error) {
 		return k, fmt.Errorf("%w: empty source in %q", ErrKey, s)
 	}
 	if _, err := time.Parse(HourLayout, parts[2]); err != nil {
-		return k, fmt.Errorf("%w: hour in %q: %v", ErrKey, s, err)
+		if _, derr := time.Parse(DayLayout, parts[2]); derr != nil {
+			return k, fmt.Errorf("%w: time bucket in %q: %v", ErrKey, s, err)
+		}
 	}
 	n, err := parseShard(parts[3])
 	if err != nil {
 		return k, fmt.Errorf("%w: shard in %q: %v", ErrKey, s, err)
 	}
-	k = GSIKey{Source: src, Hour: parts[2], Shard: n}
+	k = GSIKey{Source: src, Bucket: parts[2], Shard: n}
 	if k.String() != s {
 		return k, fmt.Errorf("%w: %q is not canonical", ErrKey, s)
 	}

@@ -11,6 +11,12 @@ type Step struct {
 	From      int // minute of the UTC day, 0–1439
 	Shards    int
 	GSIShards int
+	// DayBucket: the day's GSI time bucket is the whole UTC day, not the
+	// hour. It is the same in every step of a schedule: it is chosen when
+	// the day's record is created (a day that follows a quiet one) and
+	// never changes, so each of the day's events has its GSI entry under
+	// the day's one layout.
+	DayBucket bool
 }
 
 // Schedule is the record of the shard counts in effect for one stream on one
@@ -78,6 +84,9 @@ func (s Schedule) Validate() error {
 		}
 		if st.From >= 24*60 {
 			return fmt.Errorf("shard schedule step %d starts at minute %d, past the end of the day", i, st.From)
+		}
+		if st.DayBucket != s[0].DayBucket {
+			return fmt.Errorf("shard schedule step %d has a different GSI bucket from step 0", i)
 		}
 		if st.Shards < 1 || st.Shards > MaxShards || st.GSIShards < 1 || st.GSIShards > MaxShards {
 			return fmt.Errorf("shard schedule step %d has counts %d/%d outside [1, %d]", i, st.Shards, st.GSIShards, MaxShards)
