@@ -153,7 +153,7 @@ func (r *Report) Markdown() string {
 	for _, x := range r.Query {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %.1f | %.1f |\n", x.Source, x.Query, x.Asked, x.Path, x.Events, x.Requests, x.RCU, x.LatencyMs)
 	}
-	b.WriteString("\nbusy: 150 events an hour, quiet: one an hour, over seven days, 4 shards and 1 GSI shard. `by cost` is the default: the path whose estimate, from the days' hour indexes, costs fewer requests; `gsi` forces the GSI; `consistent` is `consistent=true`, which the base table's shards serve. Requests include the reads of each day's shard record and hour index not already in the container's cache.\n")
+	b.WriteString("\nbusy: 150 events an hour, quiet: one an hour, over seven days, 4 shards and 1 GSI shard, written as they happen (an invocation per hour). The quiet source's days after its first have a GSI day bucket, since each follows a quiet day; the busy source's hours hold more than 100 events, so its days keep hour buckets. `by cost` is the default: the path whose estimate, from the days' hour indexes, costs fewer requests; `gsi` forces the GSI; `consistent` is `consistent=true`, which the base table's shards serve. Requests include the reads of each day's shard record and hour index not already in the container's cache.\n")
 	if r.Counts != nil {
 		r.Counts.markdown(&b)
 	}
