@@ -23,7 +23,9 @@
 //     indexes get at least what the demand the throttling implies needs
 //     (the hot index's keys at their ceiling, over the share let through,
 //     planned at twice): every writer sees the same share, however few of
-//     the source's items it writes.
+//     the source's items it writes. When that demand rises clearly from
+//     one half of the window to the other (TrendRise), the rise is
+//     continued to when the raise would start, as the rate's is.
 //
 // Every raise at least doubles the last scheduled count and none goes past
 // Max, so a day sees at most log2(Max/floor) raises per index. Counts are
@@ -72,6 +74,9 @@ const (
 	// effect) than one just over them.
 	MinStep = 4
 	MaxStep = 16
+	// TrendRise is the rise of the implied demand from one half of the
+	// window to the other that the policy extrapolates (see trend).
+	TrendRise = 1.25
 )
 
 // Counts are a source's shard counts: base table and GSI.
@@ -197,8 +202,10 @@ func (p *Policy) Decide(source string, now time.Time, cur, last Counts) (Decisio
 				if sl.sec >= mid {
 					half = &newer
 				}
+				half.Items += sl.Items
 				half.WCU += sl.WCU
 				half.GSIWCU += sl.GSIWCU
+				half.Throttled += sl.Throttled
 			}
 		}
 	}
@@ -242,7 +249,13 @@ func (p *Policy) Decide(source string, now time.Time, cur, last Counts) (Decisio
 		if loadG > loadN {
 			hotKeys = cur.GSIShards
 		}
-		implied := p.need(2 * float64(hotKeys) * p.keyWCU() / max(1-d.Throttled, 1.0/MaxStep))
+		capacity := float64(hotKeys) * p.keyWCU()
+		demand := capacity / max(1-d.Throttled, 1.0/MaxStep)
+		trend := p.trend(secs, capacity, older, newer)
+		if trend > 2*demand {
+			reason = "throttled, rising"
+		}
+		implied := p.need(max(2*demand, trend))
 		needN, needG = max(needN, implied), max(needG, implied)
 	}
 	d.To = Counts{p.raise(last.Shards, needN), p.raise(last.GSIShards, needG)}
@@ -286,6 +299,34 @@ func (p *Policy) ahead(secs float64, older, newer Sample) float64 {
 		horizon = DefaultHorizon
 	}
 	return min(MaxGrowth, (r1+slope*horizon.Seconds())/r1)
+}
+
+// trend is the demand the throttling implies, extrapolated to when a raise
+// decided now would start: the demand each half of the window implies
+// (capacity over the share let through), its growth from one half to the
+// other continued linearly over the horizon, at most MaxGrowth times the
+// newer half's. Every writer sees the same shares, so unlike the rate it
+// does not depend on how many writers share the source. 0 without a full
+// window, enough items in each half, or a clear rise (TrendRise).
+func (p *Policy) trend(secs, capacity float64, older, newer Sample) float64 {
+	half := float64(p.slots() / 2)
+	minHalf := p.or(p.MinItems, DefaultMinItems) / 2
+	if secs < float64(p.slots()) || half < 1 || older.Items < minHalf || newer.Items < minHalf {
+		return 0
+	}
+	implied := func(s Sample) float64 {
+		return capacity / max(1-float64(s.Throttled)/float64(s.Items), 1.0/MaxStep)
+	}
+	d0, d1 := implied(older), implied(newer)
+	if d1 < TrendRise*d0 {
+		return 0
+	}
+	horizon := p.Horizon
+	if horizon <= 0 {
+		horizon = DefaultHorizon
+	}
+	slope := (d1 - d0) / half
+	return min(MaxGrowth*d1, d1+slope*horizon.Seconds())
 }
 
 // need is the keys that take rate write units a second at the target

@@ -176,3 +176,46 @@ func TestThrottlingImpliesTheSourcesDemand(t *testing.T) {
 		t.Fatalf("decision %+v %v: want both indexes at %d or more", d, ok, want)
 	}
 }
+
+// TestThrottledRiseIsSeenByEveryWriter: a source rising 83 events/s every
+// second behind its GSI's one key (1,000 WCU/s). A writer of eight sees an
+// eighth of the items, and what gets through is flat at its eighth of the
+// key, so its own rate shows no rise; but the throttled share rises, and
+// every writer sees the same share. Each plans, as the only writer does,
+// for the demand when a raise would start, not for the demand now; and a
+// source throttled at a steady share plans for now.
+func TestThrottledRiseIsSeenByEveryWriter(t *testing.T) {
+	cur := Counts{4, 1}
+	decide := func(writers int, rising bool) Counts {
+		var p Policy
+		now := t0
+		for s := range 10 {
+			now = t0.Add(time.Duration(s) * time.Second)
+			demand := 1100.0
+			if rising {
+				demand += 83 * float64(s)
+			}
+			n := demand / float64(writers)
+			ok := 1000 / float64(writers)
+			p.Observe("r", now, cur, Sample{Items: int(n), WCU: ok, GSIWCU: ok, Throttled: int(n - ok)})
+		}
+		d, ok := p.Decide("r", now, cur, cur)
+		if !ok {
+			t.Fatalf("%d writers, rising %v: no raise", writers, rising)
+		}
+		return d.To
+	}
+	one, eight := decide(1, true), decide(8, true)
+	if one != eight {
+		t.Fatalf("one writer raises to %+v, one of eight to %+v", one, eight)
+	}
+	// About 1,850 WCU/s now and 83 more each second: some 46,000 when the
+	// raise starts, 66 keys at 70 % (the trend is measured from the
+	// window's newer half, a few seconds back: 60).
+	if one.Shards < 48 || one.GSIShards < 48 {
+		t.Fatalf("rising: raise to %+v, planned for the demand now", one)
+	}
+	if flat := decide(8, false); flat.GSIShards > 16 || flat.Shards > 16 {
+		t.Fatalf("steady: raise to %+v, want the demand now planned at twice", flat)
+	}
+}
