@@ -38,8 +38,14 @@ const (
 
 	Schedule = "sched" // shard-count record: the list of steps
 	Version  = "ver"   // shard-count record: optimistic-lock version
-	DayGSI   = "gday"  // shard-count record: true when the day's GSI bucket is the day (bucketing.Step.DayBucket)
-	Hours    = "hrs"   // hour index: the UTC hours of a day that hold events (a number set)
+	// DaySchedule is the shard-count record's list of steps in place of
+	// Schedule on a day whose GSI bucket is the day (bucketing.Step.DayBucket).
+	// It has a name of its own so that a writer or reader from before day
+	// buckets, which would place or look for the day's GSI entries in hour
+	// buckets, finds no schedule it can read and fails, and is retried,
+	// rather than hiding events.
+	DaySchedule = "dsched"
+	Hours       = "hrs" // hour index: the UTC hours of a day that hold events (a number set)
 )
 
 // StreamView is what the table's stream carries: the new image of each

@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -71,6 +75,15 @@ func TestQuietDaysGetADayBucket(t *testing.T) {
 	d, _, err := ReadDay(ctx, testdb.Client(t, testdb.Endpoint(t)), table, stream("quiet"), day2)
 	if err != nil || !equal(d.Sched, s) {
 		t.Fatalf("read back %+v, %v; want %+v", d.Sched, err, s)
+	}
+	// A container from before day buckets reads "sched" and would use hour
+	// buckets: a day-bucket day has none, so such a container fails on it.
+	raw, err := hours.Client.(*dynamodb.Client).GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: metaKey(stream("quiet").MetaPK(day2))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, old := raw.Item[schema.Schedule]; old || raw.Item[schema.DaySchedule] == nil {
+		t.Fatalf("a day-bucket record holds %v: want %q and no %q", raw.Item, schema.DaySchedule, schema.Schedule)
 	}
 	if err := hours.Mark(ctx, stream("quiet"), day2, [24]int32{9: 1}); err != nil {
 		t.Fatal(err)

@@ -48,11 +48,12 @@ func (r *Registry) write(ctx context.Context, key string, rec record) error {
 			"from": num(st.From), "n": num(st.Shards), "g": num(st.GSIShards),
 		}}
 	}
-	item[schema.Schedule] = &types.AttributeValueMemberL{Value: steps}
-	item[schema.Version] = num(rec.ver + 1)
+	attr := schema.Schedule
 	if len(rec.sched) > 0 && rec.sched[0].DayBucket {
-		item[schema.DayGSI] = &types.AttributeValueMemberBOOL{Value: true}
+		attr = schema.DaySchedule
 	}
+	item[attr] = &types.AttributeValueMemberL{Value: steps}
+	item[schema.Version] = num(rec.ver + 1)
 	if rec.expires > 0 {
 		item[schema.TTL] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.expires, 10)}
 	}
@@ -82,8 +83,12 @@ func num(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value
 
 func decode(item map[string]types.AttributeValue) (record, error) {
 	l, ok := item[schema.Schedule].(*types.AttributeValueMemberL)
+	daily := false
 	if !ok {
-		return record{}, fmt.Errorf("no %q list", schema.Schedule)
+		if l, ok = item[schema.DaySchedule].(*types.AttributeValueMemberL); !ok {
+			return record{}, fmt.Errorf("no %q or %q list", schema.Schedule, schema.DaySchedule)
+		}
+		daily = true
 	}
 	ver, err := intAttr(item[schema.Version])
 	if err != nil {
@@ -94,10 +99,6 @@ func decode(item map[string]types.AttributeValue) (record, error) {
 		if expires, err = strconv.ParseInt(ttl.Value, 10, 64); err != nil {
 			return record{}, fmt.Errorf("%s: %w", schema.TTL, err)
 		}
-	}
-	daily := false
-	if b, ok := item[schema.DayGSI].(*types.AttributeValueMemberBOOL); ok {
-		daily = b.Value
 	}
 	s := make(bucketing.Schedule, 0, len(l.Value))
 	for i, v := range l.Value {

@@ -4,7 +4,8 @@
 // even when a count was raised in between.
 //
 // The record is one item per (stream, day), key bucketing.Stream.MetaPK, whose
-// "sched" attribute is a bucketing.Schedule. The first writer of a day creates
+// "sched" attribute ("dsched" on a day with a GSI day bucket, see
+// schema.DaySchedule) is a bucketing.Schedule. The first writer of a day creates
 // it with the configured counts from minute 0 (or more, see Config.Carry),
 // and chooses the day's GSI time bucket: the whole day if the previous day
 // was quiet (Day.Quiet), the hour otherwise. When the configuration later
