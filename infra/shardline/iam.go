@@ -82,15 +82,19 @@ func (pl *Pipeline) queryGrants(p Props) {
 		Actions:   jsii.Strings("dynamodb:Query"),
 		Resources: &[]*string{tableArn, indexArn},
 	}))
+	// A page reads the shard records and hour indexes of several days in
+	// one BatchGetItem (M#); a lean GSI page also fetches its events from
+	// the table (E#).
+	batch := []string{"M#*"}
 	if schema.Projection(p.GSIProjection) == schema.Lean {
-		// A lean GSI page fetches its events from the table.
-		pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:        jsii.String("FetchEvents"),
-			Actions:    jsii.Strings("dynamodb:BatchGetItem"),
-			Resources:  &[]*string{tableArn},
-			Conditions: leadingKeys("E#*"),
-		}))
+		batch = append(batch, "E#*")
 	}
+	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("BatchRead"),
+		Actions:    jsii.Strings("dynamodb:BatchGetItem"),
+		Resources:  &[]*string{tableArn},
+		Conditions: leadingKeys(batch...),
+	}))
 	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("ReadCursorSecret"),
 		Actions:   jsii.Strings("secretsmanager:GetSecretValue"),

@@ -8,6 +8,10 @@ import (
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
+// prefetchDays is how many days the estimate reads at once the first time
+// the page needs more than its first day; it doubles each time after.
+const prefetchDays = 7
+
 // estimate is what a page would cost on each path: Query requests, counted
 // from the days' hour indexes before any event is read.
 type estimate struct {
@@ -28,13 +32,29 @@ type estimate struct {
 // did.
 //
 // What it reads of each day is what the page then reads anyway: the paths
-// take it from the page's memo.
+// take it from the page's memo. It reads the first day on its own (a busy
+// source's page needs no other) and the days after it in batches
+// (prefetch).
 func (rn *run) estimateCost(ctx context.Context) (estimate, error) {
 	var e estimate
 	need := float64(rn.p.Limit + 1)
 	got := 0.0
 	gsiDays := 0 // the days whose GSI day bucket is counted
-	for _, dayStart := range buckets(rn.b.from, rn.b.to, 24*time.Hour, rn.p.Order) {
+	starts := buckets(rn.b.from, rn.b.to, 24*time.Hour, rn.p.Order)
+	ahead := prefetchDays
+	for i, dayStart := range starts {
+		if day := bucketing.Day(dayStart); i > 0 && !rn.known(day, rn.p.Consistent) {
+			// The first day did not cover the page: read the next days
+			// at once, more each time the page gets this far.
+			var next []string
+			for _, t := range starts[i:min(i+ahead, len(starts))] {
+				next = append(next, bucketing.Day(t))
+			}
+			if err := rn.prefetch(ctx, next, rn.p.Consistent); err != nil {
+				return e, err
+			}
+			ahead = min(2*ahead, batchGetKeys/2)
+		}
 		d, err := rn.day(ctx, bucketing.Day(dayStart), rn.p.Consistent)
 		if err != nil {
 			return e, err

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -108,6 +111,76 @@ func (rn *run) day(ctx context.Context, day string, fresh bool) (shardmap.Day, e
 		rn.r.days.put(key, d, rn.r.Now())
 	}
 	return d, nil
+}
+
+// known says whether the page knows day without a read: from its own
+// reads, or from the container's cache unless fresh is asked for.
+func (rn *run) known(day string, fresh bool) bool {
+	key := rn.stream().MetaPK(day)
+	m := rn.memo
+	m.mu.Lock()
+	_, ok := m.days[key]
+	ok = ok && (m.fresh[key] || !fresh)
+	_, busy := m.busy[key]
+	m.mu.Unlock()
+	if ok || busy {
+		return true
+	}
+	_, cached := rn.r.days.get(key, rn.r.Now())
+	return cached && !fresh
+}
+
+// prefetch reads the shard records and hour indexes of those of days the
+// page does not know, all in one BatchGetItem, strongly consistent as
+// readDay is: a range of quiet days costs one request rather than one a
+// day. The days then come from the page's memo, as if each had been read
+// afresh on its own.
+func (rn *run) prefetch(ctx context.Context, days []string, fresh bool) error {
+	s := rn.stream()
+	var todo []string
+	var keys []map[string]types.AttributeValue
+	for _, day := range days {
+		if !rn.known(day, fresh) {
+			todo = append(todo, day)
+			keys = append(keys, shardmap.DayKeys(s, day)...)
+		}
+	}
+	if len(todo) < 2 {
+		return nil // one day is one Query, as readDay makes it
+	}
+	got, err := rn.batchGet(ctx, keys, nil, true)
+	if err != nil {
+		return fmt.Errorf("shard records of %s to %s: %w", todo[0], todo[len(todo)-1], err)
+	}
+	read := map[string]shardmap.Day{}
+	for _, day := range todo {
+		var items []map[string]types.AttributeValue
+		for _, k := range shardmap.DayKeys(s, day) {
+			if it, ok := got[[2]string{str(k[schema.PK]), str(k[schema.SK])}]; ok {
+				items = append(items, it)
+			}
+		}
+		d, err := shardmap.DecodeDay(items)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.MetaPK(day), err)
+		}
+		read[day] = d
+	}
+	m := rn.memo
+	m.mu.Lock()
+	for day, d := range read {
+		key := s.MetaPK(day)
+		if _, busy := m.busy[key]; !busy {
+			m.days[key], m.fresh[key] = d, true
+		}
+	}
+	m.mu.Unlock()
+	for day, d := range read {
+		if d.Sched != nil {
+			rn.r.days.put(s.MetaPK(day), d, rn.r.Now())
+		}
+	}
+	return nil
 }
 
 // readDay reads day's shard record and hour index: one request.

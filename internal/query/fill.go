@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,66 +48,81 @@ func (rn *run) fillChunk(ctx context.Context, chunk []row) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	got, err := rn.batchGet(ctx, keys)
+	got, err := rn.batchGet(ctx, keys, eventsOnly, false)
 	if err != nil {
-		return err
+		return fmt.Errorf("fetch events of a lean GSI page: %w", err)
 	}
 	for i := range chunk {
 		rw := &chunk[i]
 		if _, ok := rw.item[schema.Event]; ok {
 			continue
 		}
-		ev, found := got[[2]string{str(rw.item[schema.PK]), rw.sk}]
+		it, found := got[[2]string{str(rw.item[schema.PK]), rw.sk}]
 		if !found {
 			rw.gone = true
 			continue
 		}
-		rw.item[schema.Event] = ev
+		rw.item[schema.Event] = it[schema.Event]
 		rw.size = rn.size(rw.item)
 	}
 	return nil
 }
 
-// batchGet reads the events of keys, by (pk, sk), retrying the keys
-// DynamoDB leaves unprocessed with a growing pause.
-func (rn *run) batchGet(ctx context.Context, keys []map[string]types.AttributeValue) (map[[2]string]types.AttributeValue, error) {
-	got := map[[2]string]types.AttributeValue{}
-	for attempt := 0; len(keys) > 0; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-time.After(time.Duration(min(attempt, 6)) * 20 * time.Millisecond):
-			case <-ctx.Done():
-				return nil, ctx.Err()
+// eventsOnly projects what fill needs of an event item.
+var eventsOnly = []string{schema.PK, schema.SK, schema.Event}
+
+// batchGet reads the items of keys (any number), by (pk, sk), with only the
+// attributes in project (all when nil), strongly consistent if consistent.
+// It retries the keys DynamoDB leaves unprocessed with a growing pause.
+func (rn *run) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, project []string, consistent bool) (map[[2]string]map[string]types.AttributeValue, error) {
+	got := map[[2]string]map[string]types.AttributeValue{}
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), batchGetKeys)]
+		keys = keys[len(chunk):]
+		for attempt := 0; len(chunk) > 0; attempt++ {
+			if attempt > 0 {
+				select {
+				case <-time.After(time.Duration(min(attempt, 6)) * 20 * time.Millisecond):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
 			}
+			out, err := rn.batchGetOnce(ctx, chunk, project, consistent)
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range out.Responses[rn.r.Table] {
+				got[[2]string{str(it[schema.PK]), str(it[schema.SK])}] = it
+			}
+			chunk = out.UnprocessedKeys[rn.r.Table].Keys
 		}
-		out, err := rn.batchGetOnce(ctx, keys)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range out.Responses[rn.r.Table] {
-			got[[2]string{str(it[schema.PK]), str(it[schema.SK])}] = it[schema.Event]
-		}
-		keys = out.UnprocessedKeys[rn.r.Table].Keys
 	}
 	return got, nil
 }
 
-func (rn *run) batchGetOnce(ctx context.Context, keys []map[string]types.AttributeValue) (*dynamodb.BatchGetItemOutput, error) {
+func (rn *run) batchGetOnce(ctx context.Context, keys []map[string]types.AttributeValue, project []string, consistent bool) (*dynamodb.BatchGetItemOutput, error) {
 	if err := rn.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer rn.release()
+	ka := types.KeysAndAttributes{Keys: keys, ConsistentRead: aws.Bool(consistent)}
+	if project != nil {
+		names := map[string]string{}
+		var refs []string
+		for i, a := range project {
+			ref := fmt.Sprintf("#a%d", i)
+			names[ref] = a
+			refs = append(refs, ref)
+		}
+		ka.ProjectionExpression, ka.ExpressionAttributeNames = aws.String(strings.Join(refs, ", ")), names
+	}
 	out, err := rn.r.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
-		RequestItems: map[string]types.KeysAndAttributes{rn.r.Table: {
-			Keys:                     keys,
-			ProjectionExpression:     aws.String("#pk, #sk, #ev"),
-			ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK, "#ev": schema.Event},
-		}},
+		RequestItems:           map[string]types.KeysAndAttributes{rn.r.Table: ka},
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
 		rn.count(1, 0)
-		return nil, fmt.Errorf("fetch events of a lean GSI page: %w", err)
+		return nil, err
 	}
 	var rcu float64
 	for _, c := range out.ConsumedCapacity {

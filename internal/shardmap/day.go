@@ -71,16 +71,24 @@ func ReadDay(ctx context.Context, c QueryAPI, table string, s bucketing.Stream, 
 	if out.ConsumedCapacity != nil {
 		rcu = aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
 	}
-	d, err := decodeDay(out.Items)
+	d, err := DecodeDay(out.Items)
 	if err != nil {
 		return Day{}, rcu, fmt.Errorf("%s: %w", pk, err)
 	}
 	return d, rcu, nil
 }
 
-// decodeDay reads the items of a day's metadata partition. The partition
-// holds two small items, so one Query page always has both.
-func decodeDay(items []map[string]types.AttributeValue) (Day, error) {
+// DayKeys are the keys of the two items a reader needs of stream's day: its
+// shard record and its hour index, for a BatchGetItem of several days.
+func DayKeys(s bucketing.Stream, day string) []map[string]types.AttributeValue {
+	return []map[string]types.AttributeValue{metaKey(s.MetaPK(day)), HoursKey(s, day)}
+}
+
+// DecodeDay reads the items of a day's metadata partition (both or either
+// of its shard record and hour index; none for a day nothing was written
+// on). The partition holds two small items, so one Query page always has
+// both.
+func DecodeDay(items []map[string]types.AttributeValue) (Day, error) {
 	var d Day
 	for _, it := range items {
 		switch str(it[schema.SK]) {

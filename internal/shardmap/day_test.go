@@ -21,14 +21,14 @@ func TestDecodeDay(t *testing.T) {
 		schema.Hours: &types.AttributeValueMemberNS{Value: []string{"3", "17"}},
 		"n17":        &types.AttributeValueMemberN{Value: "250"},
 	}
-	d, err := decodeDay([]map[string]types.AttributeValue{record, hours})
+	d, err := DecodeDay([]map[string]types.AttributeValue{record, hours})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.Sched.MaxShards() != 4 || !d.Indexed || !d.Marked(3) || d.Marked(4) || d.Hint(17) != 250 || d.Hint(3) != -1 || d.Hint(4) != 0 {
 		t.Errorf("day %+v", d)
 	}
-	old, err := decodeDay([]map[string]types.AttributeValue{record})
+	old, err := DecodeDay([]map[string]types.AttributeValue{record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +37,10 @@ func TestDecodeDay(t *testing.T) {
 			t.Fatalf("a day without an hour index: hour %d marked %v, hint %d", h, old.Marked(h), old.Hint(h))
 		}
 	}
-	if none, err := decodeDay(nil); err != nil || none.Sched != nil {
+	if none, err := DecodeDay(nil); err != nil || none.Sched != nil {
 		t.Errorf("no items: %+v %v", none, err)
 	}
-	if _, err := decodeDay([]map[string]types.AttributeValue{record, {schema.SK: &types.AttributeValueMemberS{Value: hoursSK}, schema.Hours: &types.AttributeValueMemberNS{Value: []string{"24"}}}}); err == nil {
+	if _, err := DecodeDay([]map[string]types.AttributeValue{record, {schema.SK: &types.AttributeValueMemberS{Value: hoursSK}, schema.Hours: &types.AttributeValueMemberNS{Value: []string{"24"}}}}); err == nil {
 		t.Error("hour 24 accepted")
 	}
 }
