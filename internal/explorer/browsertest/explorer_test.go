@@ -446,7 +446,13 @@ func TestPagingThousandEvents(t *testing.T) {
 		t.Errorf("the status: %q", s)
 	}
 	// Still responsive: a key moves the focus at once.
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#events tbody tr:nth-child(998) button.open`)), chromedp.KeyEvent(kb.Escape), chromedp.KeyEvent(kb.ArrowDown))
+	// Wait for the dialog to open and close, as a user's eyes would; sent
+	// at once, under load, the keys can outrun the detail's fetch.
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#events tbody tr:nth-child(998) button.open`)))
+	idle(t, ctx, `document.getElementById('detail').open`)
+	do(t, ctx, chromedp.KeyEvent(kb.Escape))
+	idle(t, ctx, `!document.getElementById('detail').open`)
+	do(t, ctx, chromedp.KeyEvent(kb.ArrowDown))
 	if i := eval[string](t, ctx, `document.activeElement.closest('tr')?.dataset.i ?? 'none'`); i != "998" {
 		t.Errorf("after paging, ArrowDown from row 997 focused %q", i)
 	}
