@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/pkg/producer"
 )
 
@@ -188,10 +189,8 @@ func (c *apiClient) get(ctx context.Context, route string, q url.Values, v any) 
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
 			wait = min(time.Duration(s)*time.Second, 30*time.Second)
 		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), e)
-		case <-time.After(wait):
+		if err := backoff.Sleep(ctx, wait); err != nil {
+			return errors.Join(err, e)
 		}
 	}
 }

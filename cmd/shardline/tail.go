@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/shardline/shardline/internal/backoff"
 )
 
 // tailHelp is what "shardline tail -h" prints before the flags.
@@ -153,10 +155,8 @@ func runTail(ctx context.Context, c *apiClient, f *tailFlags, stdout io.Writer) 
 		return nil
 	}
 	for prev := start; ; {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(f.interval):
+		if backoff.Sleep(ctx, f.interval) != nil {
+			return nil // interrupted: tail -f ends there
 		}
 		pollStart := t.now()
 		evs, err := t.list(ctx, prev.Add(-f.late), pollStart.Add(future))

@@ -148,10 +148,14 @@ func (p *Policy) Observe(source string, now time.Time, cur Counts, s Sample) {
 	if sl.sec != sec {
 		*sl = slot{sec: sec}
 	}
-	sl.Items += s.Items
-	sl.WCU += s.WCU
-	sl.GSIWCU += s.GSIWCU
-	sl.Throttled += s.Throttled
+	sl.add(s)
+}
+
+func (s *Sample) add(o Sample) {
+	s.Items += o.Items
+	s.WCU += o.WCU
+	s.GSIWCU += o.GSIWCU
+	s.Throttled += o.Throttled
 }
 
 // Forget drops what the policy holds of sources it has not heard from in a
@@ -188,27 +192,21 @@ type Decision struct {
 func (p *Policy) Decide(source string, now time.Time, cur, last Counts) (Decision, bool) {
 	p.mu.Lock()
 	w := p.src[source]
-	var sum, older, newer Sample
+	var older, newer Sample // the window's halves
 	if w != nil && w.under == cur {
 		oldest := now.Unix() - int64(len(w.slots)) + 1
 		mid := oldest + int64(len(w.slots))/2
 		for _, sl := range w.slots {
-			if sl.sec >= oldest && sl.sec <= now.Unix() {
-				sum.Items += sl.Items
-				sum.WCU += sl.WCU
-				sum.GSIWCU += sl.GSIWCU
-				sum.Throttled += sl.Throttled
-				half := &older
-				if sl.sec >= mid {
-					half = &newer
-				}
-				half.Items += sl.Items
-				half.WCU += sl.WCU
-				half.GSIWCU += sl.GSIWCU
-				half.Throttled += sl.Throttled
+			switch {
+			case sl.sec >= mid && sl.sec <= now.Unix():
+				newer.add(sl.Sample)
+			case sl.sec >= oldest && sl.sec < mid:
+				older.add(sl.Sample)
 			}
 		}
 	}
+	sum := older
+	sum.add(newer)
 	var start time.Time
 	if w != nil {
 		start = w.start
@@ -250,7 +248,7 @@ func (p *Policy) Decide(source string, now time.Time, cur, last Counts) (Decisio
 			hotKeys = cur.GSIShards
 		}
 		capacity := float64(hotKeys) * p.keyWCU()
-		demand := capacity / max(1-d.Throttled, 1.0/MaxStep)
+		demand := implied(capacity, d.Throttled)
 		trend := p.trend(secs, capacity, older, newer)
 		if trend > 2*demand {
 			reason = "throttled, rising"
@@ -293,12 +291,7 @@ func (p *Policy) ahead(secs float64, older, newer Sample) float64 {
 	if r0 <= 0 || r1 < 1.5*r0 || r1 < p.keyWCU()/4 {
 		return 1
 	}
-	slope := (r1 - r0) / half // per second, per second
-	horizon := p.Horizon
-	if horizon <= 0 {
-		horizon = DefaultHorizon
-	}
-	return min(MaxGrowth, (r1+slope*horizon.Seconds())/r1)
+	return p.extrapolate(r0, r1) / r1
 }
 
 // trend is the demand the throttling implies, extrapolated to when a raise
@@ -314,19 +307,30 @@ func (p *Policy) trend(secs, capacity float64, older, newer Sample) float64 {
 	if secs < float64(p.slots()) || half < 1 || older.Items < minHalf || newer.Items < minHalf {
 		return 0
 	}
-	implied := func(s Sample) float64 {
-		return capacity / max(1-float64(s.Throttled)/float64(s.Items), 1.0/MaxStep)
-	}
-	d0, d1 := implied(older), implied(newer)
+	d0 := implied(capacity, float64(older.Throttled)/float64(older.Items))
+	d1 := implied(capacity, float64(newer.Throttled)/float64(newer.Items))
 	if d1 < TrendRise*d0 {
 		return 0
 	}
+	return p.extrapolate(d0, d1)
+}
+
+// extrapolate continues the change from v0, over the window's older half,
+// to v1, over its newer half, linearly to the horizon: at most MaxGrowth
+// times v1.
+func (p *Policy) extrapolate(v0, v1 float64) float64 {
+	half := float64(p.slots() / 2)
 	horizon := p.Horizon
 	if horizon <= 0 {
 		horizon = DefaultHorizon
 	}
-	slope := (d1 - d0) / half
-	return min(MaxGrowth*d1, d1+slope*horizon.Seconds())
+	return min(MaxGrowth*v1, v1+(v1-v0)/half*horizon.Seconds())
+}
+
+// implied is the demand on keys that let capacity through and refuse the
+// share throttled of what is asked of them; at most MaxStep times capacity.
+func implied(capacity, throttled float64) float64 {
+	return capacity / max(1-throttled, 1.0/MaxStep)
 }
 
 // need is the keys that take rate write units a second at the target

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 )
@@ -218,7 +219,7 @@ func pricePages(ctx context.Context, client *dynamodb.Client, r counts.Request, 
 		}
 		page := 0
 		for _, it := range out.Items {
-			n := itemBytes(it)
+			n := item.Bytes(it)
 			page += n
 			row.MaxItem = max(row.MaxItem, n)
 		}

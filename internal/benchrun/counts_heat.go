@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -99,22 +100,22 @@ func hotHour(ctx context.Context, client *dynamodb.Client, o CountsOptions, hour
 
 // measure sizes the item as it is and as it would be at h.Rate, whose
 // counts (a minute's events of a type) have more significant digits.
-func (h *CountsHeat) measure(item map[string]types.AttributeValue, o CountsOptions) {
-	h.ItemBytes = itemBytes(item)
-	h.CountBytesAtRate = numberBytes(strconv.Itoa(h.Rate*60/o.Types - 1))
+func (h *CountsHeat) measure(counter map[string]types.AttributeValue, o CountsOptions) {
+	h.ItemBytes = item.Bytes(counter)
+	h.CountBytesAtRate = item.NumberBytes(strconv.Itoa(h.Rate*60/o.Types - 1))
 	marks, markBytes := 0, 0
 	h.ItemBytesAtRate = h.ItemBytes
-	for name, v := range item {
+	for name, v := range counter {
 		n, ok := v.(*types.AttributeValueMemberN)
 		switch {
 		case !ok:
 		case strings.HasPrefix(name, "c"):
 			h.Counters++
-			h.CountBytes = max(h.CountBytes, numberBytes(n.Value))
-			h.ItemBytesAtRate += h.CountBytesAtRate - numberBytes(n.Value)
+			h.CountBytes = max(h.CountBytes, item.NumberBytes(n.Value))
+			h.ItemBytesAtRate += h.CountBytesAtRate - item.NumberBytes(n.Value)
 		case strings.HasPrefix(name, "w"):
 			marks++
-			markBytes += len(name) + numberBytes(n.Value)
+			markBytes += len(name) + item.NumberBytes(n.Value)
 		}
 	}
 	h.WatermarkBytes = markBytes / max(1, marks)

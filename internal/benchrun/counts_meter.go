@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 )
 
@@ -99,7 +100,7 @@ func (m *meter) size(ctx context.Context, table *string, key map[string]types.At
 	if err != nil {
 		return 0, fmt.Errorf("meter: read the counter item: %w", err)
 	}
-	return itemBytes(out.Item), nil
+	return item.Bytes(out.Item), nil
 }
 
 // keyString names a counter item's key: its partition and sort key strings.

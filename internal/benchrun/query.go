@@ -93,7 +93,7 @@ func loadQueryData(ctx context.Context, client *dynamodb.Client, table string, n
 			if end.After(now) {
 				end = now
 			}
-			if end != clock {
+			if !end.Equal(clock) {
 				if err := flush(); err != nil { // the hour before is over
 					return err
 				}

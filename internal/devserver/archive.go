@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/archive"
+	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/streams"
 )
@@ -70,10 +71,7 @@ func archived(ctx context.Context, out io.Writer, dir string, stored int) error 
 			fmt.Fprintf(out, "\narchived %d of %d stored events in %d gzip JSON-lines objects under %s\n", events, stored, objects, dir)
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
+		backoff.Sleep(ctx, 200*time.Millisecond) // an interruption ends the wait at the check above
 	}
 }
 

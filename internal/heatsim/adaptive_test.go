@@ -2,6 +2,7 @@ package heatsim
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,26 +83,14 @@ func TestSchedulingIsTheRegistrys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sched := sim.scheds[[2]string{"hot", day}]; !equal(sched, stored) {
+	if sched := sim.scheds[[2]string{"hot", day}]; !slices.Equal(sched, stored) {
 		t.Fatalf("the simulator's record %+v, the registry's %+v", sched, stored)
 	}
 	want := bucketing.Schedule{{From: 0, Shards: 4, GSIShards: 1}, {From: 608, Shards: 8, GSIShards: 16},
 		{From: 609, Shards: 16, GSIShards: 32}, {From: 721, Shards: 32, GSIShards: 32}, {From: 1439, Shards: 64, GSIShards: 64}}
-	if !equal(stored, want) {
+	if !slices.Equal(stored, want) {
 		t.Fatalf("record %+v, want %+v", stored, want)
 	}
-}
-
-func equal(a, b bucketing.Schedule) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestRampRaisesReplayOnTheRegistry: the raises the eight-writer linear

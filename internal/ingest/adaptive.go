@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/item"
@@ -134,28 +132,9 @@ func (h *Handler) raise(ctx context.Context, units []unit) {
 	}
 }
 
-// itemWCU is what writing it costs: a write unit per kilobyte or part of
-// one, counting attribute names and values as DynamoDB does. The GSI copy
-// of an event is priced the same (the full projection; a lean one costs
-// less, so the policy then errs towards more GSI shards).
-func itemWCU(it item.Item) int {
-	size := 0
-	for name, v := range it.Attrs {
-		size += len(name) + attrSize(v)
-	}
-	return max(1, (size+1023)/1024)
-}
+// itemWCU is what writing it costs (item.WriteUnits). The GSI copy of an
+// event is priced the same (the full projection; a lean one costs less,
+// so the policy then errs towards more GSI shards).
+func itemWCU(it item.Item) int { return item.WriteUnits(item.Bytes(it.Attrs)) }
 
 func dayStart(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
-
-func attrSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return len(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	}
-	return 8
-}

@@ -178,7 +178,7 @@ func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours [][24]in
 			defer func() { <-sem; wg.Done() }()
 			for _, i := range idx {
 				k := keys[i]
-				day := time.Unix(k.day*86400, 0).UTC().Format(bucketing.DayLayout)
+				day := k.start().Format(bucketing.DayLayout)
 				s, err := h.registry.Schedule(ctx, k.stream, day)
 				if err != nil {
 					err = fmt.Errorf("shard schedule of %s on %s: %w", k.stream.MetaPK(day), day, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/localproc"
 )
 
@@ -87,10 +88,8 @@ func CreateStream(ctx context.Context, c *kinesis.Client, name string, shards in
 		if s := out.StreamDescriptionSummary; s.StreamStatus == types.StreamStatusActive {
 			return aws.ToString(s.StreamARN), nil
 		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("stream %s is not active: %w", name, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		if err := backoff.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return "", fmt.Errorf("stream %s is not active: %w", name, err)
 		}
 	}
 }

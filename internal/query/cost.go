@@ -27,9 +27,8 @@ type estimate struct {
 // query per GSI shard (each day, on a day whose GSI bucket is the day);
 // each day that may hold events costs the scatter path a query per shard.
 // The hints are lower bounds, so the estimate errs towards more buckets,
-// never fewer. A day without hints (written before
-// they existed) makes the estimate unknown: the GSI serves, as it always
-// did.
+// never fewer. A day without hints (written before they existed) makes the
+// estimate unknown: the GSI serves, as it always did.
 //
 // What it reads of each day is what the page then reads anyway: the paths
 // take it from the page's memo. It reads the first day on its own (a busy
@@ -39,11 +38,11 @@ func (rn *run) estimateCost(ctx context.Context) (estimate, error) {
 	var e estimate
 	need := float64(rn.p.Limit + 1)
 	got := 0.0
-	gsiDays := 0 // the days whose GSI day bucket is counted
 	starts := buckets(rn.b.from, rn.b.to, 24*time.Hour, rn.p.Order)
 	ahead := prefetchDays
 	for i, dayStart := range starts {
-		if day := bucketing.Day(dayStart); i > 0 && !rn.known(day, rn.p.Consistent) {
+		day := bucketing.Day(dayStart)
+		if i > 0 && !rn.known(day, rn.p.Consistent) {
 			// The first day did not cover the page: read the next days
 			// at once, more each time the page gets this far.
 			var next []string
@@ -55,14 +54,14 @@ func (rn *run) estimateCost(ctx context.Context) (estimate, error) {
 			}
 			ahead = min(2*ahead, batchGetKeys/2)
 		}
-		d, err := rn.day(ctx, bucketing.Day(dayStart), rn.p.Consistent)
+		d, err := rn.day(ctx, day, rn.p.Consistent)
 		if err != nil {
 			return e, err
 		}
 		if d.Sched == nil {
 			continue
 		}
-		from, to := maxTime(dayStart, rn.b.from), minTime(dayStart.Add(24*time.Hour), rn.b.to)
+		from, to := rn.dayRange(dayStart)
 		opened := false
 		for _, h := range buckets(from, to, time.Hour, rn.p.Order) {
 			hint := d.Hint(h.UTC().Hour())
@@ -73,15 +72,14 @@ func (rn *run) estimateCost(ctx context.Context) (estimate, error) {
 				return estimate{}, nil
 			}
 			daily := d.Sched[0].DayBucket
+			if !opened || !daily {
+				e.buckets++
+				e.gsi += d.Sched.MaxGSIShards()
+			}
 			if !opened {
 				opened = true
 				e.days++
 				e.scatter += d.Sched.MaxShards()
-			}
-			if !daily || e.days > gsiDays { // a GSI day bucket once a day
-				gsiDays = e.days
-				e.buckets++
-				e.gsi += d.Sched.MaxGSIShards()
 			}
 			// a range that covers part of an hour holds about that part of its events
 			part := minTime(h.Add(time.Hour), to).Sub(maxTime(h, from)).Hours()

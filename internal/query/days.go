@@ -70,17 +70,9 @@ func (rn *run) day(ctx context.Context, day string, fresh bool) (shardmap.Day, e
 	m := rn.memo
 	for {
 		m.mu.Lock()
-		d, ok := m.days[key]
-		if ok && (m.fresh[key] || !fresh) {
+		if d, ok := rn.knownLocked(key, fresh); ok {
 			m.mu.Unlock()
 			return d, nil
-		}
-		if !fresh {
-			if d, ok := rn.r.days.get(key, rn.r.Now()); ok {
-				m.days[key] = d
-				m.mu.Unlock()
-				return d, nil
-			}
 		}
 		wait, reading := m.busy[key]
 		if !reading {
@@ -113,21 +105,32 @@ func (rn *run) day(ctx context.Context, day string, fresh bool) (shardmap.Day, e
 	return d, nil
 }
 
-// known says whether the page knows day without a read: from its own
-// reads, or from the container's cache unless fresh is asked for.
+// knownLocked is what the page knows of the day of key without a read:
+// from its own reads, or from the container's cache unless fresh is asked
+// for (the page then keeps it). The memo's lock is held.
+func (rn *run) knownLocked(key string, fresh bool) (shardmap.Day, bool) {
+	m := rn.memo
+	if d, ok := m.days[key]; ok && (m.fresh[key] || !fresh) {
+		return d, true
+	}
+	if !fresh {
+		if d, ok := rn.r.days.get(key, rn.r.Now()); ok {
+			m.days[key] = d
+			return d, true
+		}
+	}
+	return shardmap.Day{}, false
+}
+
+// known says whether the page knows day without a read, or has one under
+// way.
 func (rn *run) known(day string, fresh bool) bool {
 	key := rn.stream().MetaPK(day)
-	m := rn.memo
-	m.mu.Lock()
-	_, ok := m.days[key]
-	ok = ok && (m.fresh[key] || !fresh)
-	_, busy := m.busy[key]
-	m.mu.Unlock()
-	if ok || busy {
-		return true
-	}
-	_, cached := rn.r.days.get(key, rn.r.Now())
-	return cached && !fresh
+	rn.memo.mu.Lock()
+	defer rn.memo.mu.Unlock()
+	_, ok := rn.knownLocked(key, fresh)
+	_, busy := rn.memo.busy[key]
+	return ok || busy
 }
 
 // prefetch reads the shard records and hour indexes of those of days the
@@ -210,12 +213,13 @@ func (rn *run) hint(start time.Time) int {
 	if !ok || d.Sched == nil {
 		return -1
 	}
-	daily := rn.via.step() == time.Hour && d.Sched[0].DayBucket
-	if rn.via.step() == time.Hour && !daily {
-		return d.Hint(start.UTC().Hour())
-	}
-	if daily && !start.Equal(rn.firstHour(start)) {
-		return 0 // the day's bucket went with its first hour
+	if rn.via.step() == time.Hour { // the GSI: hour buckets, or a day's
+		if !d.Sched[0].DayBucket {
+			return d.Hint(start.UTC().Hour())
+		}
+		if !start.Equal(rn.firstHour(start)) {
+			return 0 // the day's bucket went with its first hour
+		}
 	}
 	from, to := rn.dayRange(start)
 	n := 0
@@ -227,4 +231,25 @@ func (rn *run) hint(start time.Time) int {
 		n += h
 	}
 	return n
+}
+
+// dayRange is the part of the page's span on the day of t.
+func (rn *run) dayRange(t time.Time) (from, to time.Time) {
+	start := t.UTC().Truncate(24 * time.Hour)
+	return maxTime(start, rn.b.from), minTime(start.Add(24*time.Hour), rn.b.to)
+}
+
+// marked is what the page knows of day, and whether the day may hold
+// events in [from, to), which lies within it: from the cache (unless
+// fresh) when that says it may, afresh otherwise, since a cached day is
+// trusted only to include an hour.
+func (rn *run) marked(ctx context.Context, day string, from, to time.Time, fresh bool) (shardmap.Day, bool, error) {
+	d, err := rn.day(ctx, day, fresh)
+	if err == nil && (d.Sched == nil || !anyMarked(d, from, to)) {
+		d, err = rn.day(ctx, day, true) // what the page knows may be older than a mark
+	}
+	if err != nil || d.Sched == nil || !anyMarked(d, from, to) {
+		return d, false, err
+	}
+	return d, true, nil
 }

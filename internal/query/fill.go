@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/schema"
 )
 
@@ -81,10 +82,8 @@ func (rn *run) batchGet(ctx context.Context, keys []map[string]types.AttributeVa
 		keys = keys[len(chunk):]
 		for attempt := 0; len(chunk) > 0; attempt++ {
 			if attempt > 0 {
-				select {
-				case <-time.After(time.Duration(min(attempt, 6)) * 20 * time.Millisecond):
-				case <-ctx.Done():
-					return nil, ctx.Err()
+				if err := backoff.Sleep(ctx, time.Duration(min(attempt, 6))*20*time.Millisecond); err != nil {
+					return nil, err
 				}
 			}
 			out, err := rn.batchGetOnce(ctx, chunk, project, consistent)

@@ -37,21 +37,17 @@ func (gsi) partitions(ctx context.Context, rn *run, start time.Time) ([]string, 
 	if err != nil || d.Sched == nil {
 		return nil, err
 	}
-	bucket := bucketing.Hour(start)
+	from, to, bucket := start, start.Add(time.Hour), bucketing.Hour(start)
 	if d.Sched[0].DayBucket {
 		if !start.Equal(rn.firstHour(start)) {
 			return nil, nil // the day's partitions went with its first hour
 		}
-		var marked bool
-		if d, marked, err = rn.dayMarked(ctx, start, rn.p.Consistent); err != nil || !marked {
-			return nil, err
-		}
+		from, to = rn.dayRange(start)
 		bucket = day
-	} else if !d.Marked(start.UTC().Hour()) {
-		// what the page knows may be older than a mark
-		if d, err = rn.day(ctx, day, true); err != nil || d.Sched == nil || !d.Marked(start.UTC().Hour()) {
-			return nil, err
-		}
+	}
+	d, marked, err := rn.marked(ctx, day, from, to, rn.p.Consistent)
+	if err != nil || !marked {
+		return nil, err
 	}
 	pks := make([]string, 0, d.Sched.MaxGSIShards())
 	for g := range d.Sched.MaxGSIShards() {

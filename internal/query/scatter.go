@@ -25,7 +25,8 @@ func (scatter) lean() bool          { return false }
 
 func (sc scatter) partitions(ctx context.Context, rn *run, start time.Time) ([]string, error) {
 	day := bucketing.Day(start)
-	d, marked, err := rn.dayMarked(ctx, start, sc.consistent)
+	from, to := rn.dayRange(start)
+	d, marked, err := rn.marked(ctx, day, from, to, sc.consistent)
 	if err != nil || !marked {
 		return nil, err
 	}
@@ -41,28 +42,6 @@ func (sc scatter) adapt(in *dynamodb.QueryInput) {
 	if sc.consistent {
 		in.ConsistentRead = aws.Bool(true)
 	}
-}
-
-// dayRange is the part of the page's span on the day of t.
-func (rn *run) dayRange(t time.Time) (from, to time.Time) {
-	start := t.UTC().Truncate(24 * time.Hour)
-	return maxTime(start, rn.b.from), minTime(start.Add(24*time.Hour), rn.b.to)
-}
-
-// dayMarked is what the page knows of the day of t, and whether the day
-// may hold events in the page's span: from the cache (unless fresh) when
-// that says it may, afresh otherwise.
-func (rn *run) dayMarked(ctx context.Context, t time.Time, fresh bool) (shardmap.Day, bool, error) {
-	day := bucketing.Day(t)
-	from, to := rn.dayRange(t)
-	d, err := rn.day(ctx, day, fresh)
-	if err == nil && (d.Sched == nil || !anyMarked(d, from, to)) {
-		d, err = rn.day(ctx, day, true) // what the page knows may be older than a mark
-	}
-	if err != nil || d.Sched == nil || !anyMarked(d, from, to) {
-		return d, false, err
-	}
-	return d, true, nil
 }
 
 // anyMarked says whether d may hold events in [from, to), which lies

@@ -68,21 +68,19 @@ func (w *window) openAhead(n int) {
 	}
 	k := min(w.size, len(w.starts), max(1, aheadPartitions/w.width))
 	// and no more than the hour indexes' hints say the page needs
-	before := make([]int, k) // the hints of the buckets before each; -1 past an unknown one
-	for i, sum := 0, 0; i < k; i++ {
-		before[i] = sum
-		h := w.rn.hint(w.starts[i])
+	var hints []int // of the first buckets, as long as they are known
+	for sum := 0; len(hints) < k; {
+		h := w.rn.hint(w.starts[len(hints)])
 		if h < 0 {
-			for j := i + 1; j < k; j++ {
-				before[j] = -1
-			}
 			break
 		}
+		hints = append(hints, h)
 		if sum += h; sum >= n {
-			k = i + 1
+			k = len(hints)
 			break
 		}
 	}
+	before := 0 // the hints of the buckets before this one
 	for i, start := range w.starts[:k] {
 		seg := &segment{start: start, ready: make(chan struct{})}
 		w.opened = append(w.opened, seg)
@@ -92,9 +90,12 @@ func (w *window) openAhead(n int) {
 			// A bucket whose hint is known holds at least that many, and
 			// the page can use at most what the buckets before it leave:
 			// asked for that, a quiet bucket is read in one request.
-			if h := w.rn.hint(start); before[i] >= 0 && h > 0 {
-				ask = max(ask, min(h, n-before[i])+1)
+			if i < len(hints) && hints[i] > 0 {
+				ask = max(ask, min(hints[i], n-before)+1)
 			}
+		}
+		if i < len(hints) {
+			before += hints[i]
 		}
 		w.wg.Add(1)
 		go func() {

@@ -2,6 +2,7 @@ package shardmap
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func TestQuietDaysGetADayBucket(t *testing.T) {
 		t.Fatalf("raise of a day-bucket day: %+v %v %v", s, raised, err)
 	}
 	d, _, err := ReadDay(ctx, testdb.Client(t, testdb.Endpoint(t)), table, stream("quiet"), day2)
-	if err != nil || !equal(d.Sched, s) {
+	if err != nil || !slices.Equal(d.Sched, s) {
 		t.Fatalf("read back %+v, %v; want %+v", d.Sched, err, s)
 	}
 	// A container from before day buckets reads "sched" and would use hour

@@ -2,6 +2,7 @@ package shardmap
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -245,7 +246,7 @@ func TestRaiseAppendsThenRaisesThePendingStepInPlace(t *testing.T) {
 		t.Fatalf("Raise: %v %v", raised, err)
 	}
 	want := bucketing.Schedule{{From: 0, Shards: 4, GSIShards: 1}, {From: 10*60 + 8, Shards: 4, GSIShards: 4}}
-	if !equal(s, want) {
+	if !slices.Equal(s, want) {
 		t.Fatalf("schedule %+v, want %+v", s, want)
 	}
 	// Thirty seconds later the base table needs more too: the step that
@@ -257,11 +258,11 @@ func TestRaiseAppendsThenRaisesThePendingStepInPlace(t *testing.T) {
 		t.Fatalf("second Raise: %v %v", raised, err)
 	}
 	want[1] = bucketing.Step{From: 10*60 + 8, Shards: 16, GSIShards: 4}
-	if !equal(s, want) {
+	if !slices.Equal(s, want) {
 		t.Fatalf("schedule %+v, want %+v", s, want)
 	}
 	// Asking for no more than is scheduled changes nothing.
-	if s, raised, err = r.Raise(ctx, src, day, 8, 4); err != nil || raised || !equal(s, want) {
+	if s, raised, err = r.Raise(ctx, src, day, 8, 4); err != nil || raised || !slices.Equal(s, want) {
 		t.Fatalf("Raise below the schedule: %+v %v %v", s, raised, err)
 	}
 	// Once the step is in effect, a raise follows it.
@@ -271,7 +272,7 @@ func TestRaiseAppendsThenRaisesThePendingStepInPlace(t *testing.T) {
 	}
 	// The configuration is still the floor: a writer configured with 4/1
 	// keeps the raised schedule.
-	if got, err := registry(t, table, c, 4, 1).Schedule(ctx, src, day); err != nil || !equal(got, s) {
+	if got, err := registry(t, table, c, 4, 1).Schedule(ctx, src, day); err != nil || !slices.Equal(got, s) {
 		t.Fatalf("Schedule after raises: %+v %v", got, err)
 	}
 }
@@ -304,18 +305,6 @@ func TestNewDaysStartFromThePreviousPeak(t *testing.T) {
 	if s, err := r.Schedule(ctx, other, bucketing.Day(c.t)); err != nil || s[0].Shards != 4 {
 		t.Fatalf("quiet source: %+v %v", s, err)
 	}
-}
-
-func equal(a, b bucketing.Schedule) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestGSICountsApplyACacheAfterTheRaise(t *testing.T) {

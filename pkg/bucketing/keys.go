@@ -216,22 +216,21 @@ func GSIPK(source, bucket string, gsiShard int) string {
 
 // GSIBucket is the GSI time bucket of t: its UTC day when daily, else its
 // UTC hour.
-func GSIBucket(t time.Time, daily bool) string {
+func GSIBucket(t time.Time, daily bool) string { return t.UTC().Format(gsiLayout(daily)) }
+
+// gsiLayout is the layout of a GSI time bucket.
+func gsiLayout(daily bool) string {
 	if daily {
-		return Day(t)
+		return DayLayout
 	}
-	return Hour(t)
+	return HourLayout
 }
 
 // AppendGSIPK appends the GSI partition key of source's events at time t:
 // GSIPK(source, GSIBucket(t, daily), gsiShard).
 func AppendGSIPK(dst []byte, source string, t time.Time, daily bool, gsiShard int) []byte {
 	dst = append(appendEscaped(append(dst, "G#"...), source), '#')
-	layout := HourLayout
-	if daily {
-		layout = DayLayout
-	}
-	dst = t.UTC().AppendFormat(dst, layout)
+	dst = t.UTC().AppendFormat(dst, gsiLayout(daily))
 	return strconv.AppendInt(append(dst, '#'), int64(gsiShard), 10)
 }
 
