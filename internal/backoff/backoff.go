@@ -5,6 +5,7 @@ package backoff
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 )
@@ -47,4 +48,18 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// ErrDeadline is SleepWithin's answer to a wait that would outlast its
+// context's deadline.
+var ErrDeadline = errors.New("deadline reached")
+
+// SleepWithin is Sleep, but it refuses at once, with ErrDeadline, a wait
+// that would outlast ctx's deadline: a caller with work it cannot finish
+// in time reports it now rather than at the deadline.
+func SleepWithin(ctx context.Context, d time.Duration) error {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return ErrDeadline
+	}
+	return Sleep(ctx, d)
 }

@@ -1,7 +1,8 @@
 // Package writer stores items with BatchWriteItem: 25 items a request,
-// several requests in flight, unprocessed items and throttled requests
-// retried with capped exponential back-off and full jitter until the
-// context's deadline, and a verdict for every item.
+// several requests in flight, and a verdict for every item. Items on keys
+// that DynamoDB throttled wait for their key's pace (internal/pace) instead
+// of being re-sent blind; other transient failures are retried with capped
+// exponential back-off and full jitter; both until the context's deadline.
 package writer
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/ddberr"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/schema"
 )
 
@@ -45,6 +47,16 @@ type Writer struct {
 	Concurrency int           // requests in flight at once
 	BaseDelay   time.Duration // first back-off ceiling
 	MaxDelay    time.Duration // largest back-off ceiling
+	// Pacer paces the keys DynamoDB throttled; nil retries throttled
+	// items with back-off alone.
+	Pacer *pace.Pacer
+	// Sleep waits d, or fails without waiting when ctx would end first
+	// (backoff.SleepWithin, the default). A test whose clock runs fast
+	// scales d to the wall clock here.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock the pacer's rounds are stamped with; default
+	// time.Now. It must be the pacer's.
+	Now func() time.Time
 }
 
 // Status is the verdict on one item.
@@ -78,10 +90,15 @@ type Result struct {
 	Err    []error  // why an item is Failed or Invalid; nil when Stored
 	// Throttled marks the items DynamoDB left unprocessed or refused in a
 	// throttled request at least once, whatever became of them after: the
-	// signal adaptive sharding watches.
+	// signal adaptive sharding watches. Blame says which of each item's
+	// keys the throttling was laid on (pace.Pacer.Throttled); with no
+	// pacer, both.
 	Throttled []bool
+	Blame     []pace.Blame
 	Requests  int     // BatchWriteItem calls made
 	Retried   int     // items sent again after being unprocessed or throttled
+	Sent      int     // items sent, first sends and retries
+	Refused   int     // items sent and throttled: Sent - Refused were answered
 	WCU       float64 // write capacity consumed, as DynamoDB reported it
 
 	owner []int // the index whose write stands for each item's key
@@ -101,26 +118,28 @@ func (r Result) Count(s Status) int {
 // Write stores items and says what became of each. Items with the same key
 // are written once (the last wins) and share a verdict: a request never
 // carries two items with the same key, which DynamoDB would refuse. Write
-// stops retrying when ctx is done or when the next back-off would outlast
-// its deadline, and reports what it did not finish as Failed.
+// stops retrying when ctx is done or when the next wait would outlast its
+// deadline, and reports what it did not finish as Failed.
 //
-// Each request retries its own unprocessed items, all at once: the right
-// order when every item matters alike, as in an API request.
+// Each request retries its own unprocessed items: the right order when
+// every item matters alike, as in an API request.
 func (w *Writer) Write(ctx context.Context, items []item.Item) Result {
-	res, _ := w.write(ctx, items, true)
+	res, _ := w.write(ctx, items, w.batch)
+	res.share()
 	return res
 }
 
 // WriteInOrder is Write for items whose order matters to the caller: a
 // batch of a Kinesis shard, where a failed record makes Lambda deliver it
 // and every record after it again. Every item is sent once as Write sends
-// it; what is left unprocessed is then retried lowest index first, one
-// request at a time, so that write capacity goes to the records that hold
-// the shard back. Retrying the others together would spend a throttled
-// key's capacity on records that will be delivered again anyway, and a
-// backlog would then drain at a fraction of what its keys take.
+// it (or waits, if its key is paced); what is left is then retried lowest
+// index first, one request at a time, so that write capacity goes to the
+// records that hold the shard back. Retrying the others together would
+// spend a throttled key's capacity on records that will be delivered again
+// anyway, and a backlog would then drain at a fraction of what its keys
+// take.
 func (w *Writer) WriteInOrder(ctx context.Context, items []item.Item) Result {
-	res, left := w.write(ctx, items, false)
+	res, left := w.write(ctx, items, w.once)
 	// An item written for several (the last of its key) goes where the
 	// first of them is: that is the record that waits for it.
 	first := make([]int, len(items))
@@ -128,32 +147,22 @@ func (w *Writer) WriteInOrder(ctx context.Context, items []item.Item) Result {
 		first[res.owner[i]] = i
 	}
 	slices.SortFunc(left, func(a, b int) int { return first[a] - first[b] })
-	for attempt := 0; len(left) > 0; {
+	var fails int
+	for len(left) > 0 {
 		n := min(BatchSize, len(left))
-		st := w.batch(ctx, items, left[:n], false)
-		res.Requests += st.requests
-		res.WCU += st.wcu
-		var rest []int
-		for k, i := range left[:n] {
-			res.Status[i], res.Err[i] = st.status[k], st.err[k]
-			res.Throttled[i] = res.Throttled[i] || st.throttled[k]
-		}
+		st := w.once(ctx, items, left[:n])
+		res.add(left[:n], st)
+		rest := make([]int, 0, len(st.left)+len(left)-n)
 		for _, k := range st.left {
 			rest = append(rest, left[k])
 		}
-		res.Retried += n
-		if len(rest) < n {
-			attempt = 0 // progress: back off from the start again
-		} else {
-			attempt++
-		}
 		left = append(rest, left[n:]...)
-		if len(rest) == 0 {
+		if len(st.left) == 0 {
 			continue
 		}
-		if err := w.backOff(ctx, attempt); err != nil {
+		if err := w.wait(ctx, st.next, &fails); err != nil {
 			for _, i := range left {
-				res.Status[i], res.Err[i] = Failed, fmt.Errorf("%w: %w", err, st.leftErr)
+				res.Status[i], res.Err[i] = Failed, fmt.Errorf("%w: %w", err, st.why)
 			}
 			break
 		}
@@ -162,11 +171,12 @@ func (w *Writer) WriteInOrder(ctx context.Context, items []item.Item) Result {
 	return res
 }
 
-// write sends every item. With retry, each request retries its unprocessed
-// items until it is done; without, it makes one attempt and left holds the
-// indexes of items worth retrying, marked Failed for now.
-func (w *Writer) write(ctx context.Context, items []item.Item, retry bool) (res Result, left []int) {
-	res = Result{Status: make([]Status, len(items)), Err: make([]error, len(items)), Throttled: make([]bool, len(items))}
+// write sends every item once through send (batch: until done; once: one
+// attempt), 25 to a request, several requests at a time. left holds the
+// indexes of items send left to retry.
+func (w *Writer) write(ctx context.Context, items []item.Item, send func(context.Context, []item.Item, []int) batchResult) (res Result, left []int) {
+	res = Result{Status: make([]Status, len(items)), Err: make([]error, len(items)),
+		Throttled: make([]bool, len(items)), Blame: make([]pace.Blame, len(items))}
 	if len(items) == 0 {
 		return res, nil
 	}
@@ -197,17 +207,12 @@ func (w *Writer) write(ctx context.Context, items []item.Item, retry bool) (res 
 		go func() {
 			defer wg.Done()
 			for job := range jobs {
-				st := w.batch(ctx, items, job, retry)
+				st := send(ctx, items, job)
 				mu.Lock()
-				for k, i := range job {
-					res.Status[i], res.Err[i], res.Throttled[i] = st.status[k], st.err[k], st.throttled[k]
-				}
+				res.add(job, st)
 				for _, k := range st.left {
 					left = append(left, job[k])
 				}
-				res.Requests += st.requests
-				res.Retried += st.retried
-				res.WCU += st.wcu
 				mu.Unlock()
 			}
 		}()
@@ -217,144 +222,290 @@ func (w *Writer) write(ctx context.Context, items []item.Item, retry bool) (res 
 	}
 	close(jobs)
 	wg.Wait()
-	if retry {
-		res.share()
-	}
 	return res, left
+}
+
+// add takes in what a batch of the items at indexes job showed.
+func (r *Result) add(job []int, st batchResult) {
+	for k, i := range job {
+		r.Status[i], r.Err[i] = st.status[k], st.err[k]
+		r.Throttled[i] = r.Throttled[i] || st.throttled[k]
+		r.Blame[i] |= st.blame[k]
+	}
+	r.Requests += st.requests
+	r.Retried += st.retried
+	r.Sent += st.sent
+	r.Refused += st.refused
+	r.WCU += st.wcu
 }
 
 // share gives every item the verdict of the item written for its key.
 func (r *Result) share() {
 	for i, j := range r.owner {
-		r.Status[i], r.Err[i], r.Throttled[i] = r.Status[j], r.Err[j], r.Throttled[j]
+		r.Status[i], r.Err[i], r.Throttled[i], r.Blame[i] = r.Status[j], r.Err[j], r.Throttled[j], r.Blame[j]
 	}
 }
 
+// batchResult is what became of the items of one job, by position.
 type batchResult struct {
 	status    []Status
 	err       []error
 	throttled []bool
+	blame     []pace.Blame
 	requests  int
 	retried   int
+	sent      int
+	refused   int
 	wcu       float64
-	left      []int // without retry: the positions worth retrying
-	leftErr   error // and why they were not stored
+	tried     []bool // positions sent at least once
+	left      []int  // positions worth retrying, marked Failed for now
+	why       error  // why they were not stored
+	next      next   // how to wait before retrying them
+}
+
+func newBatchResult(n int) batchResult {
+	return batchResult{status: make([]Status, n), err: make([]error, n), throttled: make([]bool, n),
+		blame: make([]pace.Blame, n), tried: make([]bool, n)}
+}
+
+// next is how a retry must wait.
+type next struct {
+	pace     time.Duration // nothing was admitted: the first item's key takes one this much later
+	backOff  bool          // a failure pacing does not cover: back off
+	progress bool          // something was stored: a back-off starts over
 }
 
 // batch writes the items at indexes idx (at most BatchSize, distinct keys)
-// until all are stored, one proves invalid, or time runs out. Without
-// retry it makes one attempt and reports in left what a retry could store.
-func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int, retry bool) batchResult {
-	r := batchResult{status: make([]Status, len(idx)), err: make([]error, len(idx)), throttled: make([]bool, len(idx))}
-	pos := make(map[[2]string]int, len(idx)) // key -> position in idx
-	pending := make([]int, len(idx))         // positions not yet stored
-	for k, i := range idx {
-		pos[items[i].Key()] = k
+// until all are stored, one proves invalid, or time runs out.
+func (w *Writer) batch(ctx context.Context, items []item.Item, idx []int) batchResult {
+	r := newBatchResult(len(idx))
+	pending := make([]int, len(idx))
+	for k := range idx {
 		pending[k] = k
 	}
-	for attempt := 0; ; attempt++ {
-		reqs := make([]types.WriteRequest, len(pending))
-		puts := make([]types.PutRequest, len(pending))
-		for n, k := range pending {
-			puts[n].Item = items[idx[k]].Attrs
-			reqs[n].PutRequest = &puts[n]
+	var fails int
+	for len(pending) > 0 {
+		w.attempt(ctx, items, idx, pending, &r)
+		if len(r.left) == 0 {
+			break
 		}
-		out, err := w.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
-			RequestItems:           map[string][]types.WriteRequest{w.Table: reqs},
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		r.requests++
-		var left []int
-		switch {
-		case err == nil:
-			for _, c := range out.ConsumedCapacity {
-				r.wcu += aws.ToFloat64(c.CapacityUnits)
-			}
-			unprocessed := map[int]bool{}
-			for _, u := range out.UnprocessedItems[w.Table] {
-				if u.PutRequest == nil {
-					continue
-				}
-				if k, ok := pos[keyOf(u.PutRequest.Item)]; ok {
-					unprocessed[k] = true
-				}
-			}
-			for _, k := range pending {
-				if unprocessed[k] {
-					left = append(left, k)
-					r.throttled[k] = true
-				} else {
-					r.status[k], r.err[k] = Stored, nil
-				}
-			}
-			if len(left) == 0 {
-				return r
-			}
-			err = fmt.Errorf("%d of %d items unprocessed", len(left), len(pending))
-		case ddberr.Classify(err) == ddberr.Invalid:
-			// One bad item fails the whole request: write them one by one
-			// to find it, and store the rest.
-			if len(pending) == 1 {
-				r.status[pending[0]], r.err[pending[0]] = Invalid, fmt.Errorf("write item: %w", err)
-				return r
-			}
-			for _, k := range pending {
-				one := w.batch(ctx, items, []int{idx[k]}, true)
-				r.status[k], r.err[k] = one.status[0], one.err[0]
-				r.throttled[k] = r.throttled[k] || one.throttled[0]
-				r.requests += one.requests
-				r.retried += one.retried
-				r.wcu += one.wcu
-			}
-			return r
-		case !ddberr.Retryable(err):
-			// Retrying within this invocation cannot help (the table is
-			// missing, access is refused, the context ended). The items
-			// are still reported Failed, so the caller's retry can succeed
-			// once that is fixed.
-			for _, k := range pending {
-				r.status[k], r.err[k] = Failed, fmt.Errorf("write to table %s: %w", w.Table, err)
-			}
-			return r
-		default:
-			left = pending
-			if ddberr.Classify(err) == ddberr.Throttled {
-				for _, k := range pending {
-					r.throttled[k] = true
-				}
+		pending = r.left
+		if err := w.wait(ctx, r.next, &fails); err != nil {
+			r.fail(pending, fmt.Errorf("%w after %d requests: %w", err, r.requests, r.why))
+			r.left = nil
+			break
+		}
+	}
+	return r
+}
+
+// once makes one attempt at the items at indexes idx and reports in left
+// what a retry could store.
+func (w *Writer) once(ctx context.Context, items []item.Item, idx []int) batchResult {
+	r := newBatchResult(len(idx))
+	pending := make([]int, len(idx))
+	for k := range idx {
+		pending[k] = k
+	}
+	w.attempt(ctx, items, idx, pending, &r)
+	return r
+}
+
+// attempt sends, in one request, the pending positions of idx that the
+// pacer admits, and records their verdicts in r. What is worth retrying
+// goes to r.left (marked Failed, with r.why), with how to wait in r.next.
+func (w *Writer) attempt(ctx context.Context, items []item.Item, idx, pending []int, r *batchResult) {
+	r.left, r.why, r.next = nil, nil, next{}
+	send, held, wait := w.admit(items, idx, pending)
+	if len(send) == 0 {
+		r.left, r.why, r.next = held, errPaced, next{pace: wait}
+		r.fail(held, errPaced)
+		return
+	}
+	reqs := make([]types.WriteRequest, len(send))
+	puts := make([]types.PutRequest, len(send))
+	for n, k := range send {
+		puts[n].Item = items[idx[k]].Attrs
+		reqs[n].PutRequest = &puts[n]
+		if r.tried[k] {
+			r.retried++
+		}
+		r.tried[k] = true
+	}
+	sentAt := w.now()
+	out, err := w.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+		RequestItems:           map[string][]types.WriteRequest{w.Table: reqs},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	r.requests++
+	r.sent += len(send)
+	refused := make([]bool, len(send))
+	var left []int
+	switch {
+	case err == nil:
+		for _, c := range out.ConsumedCapacity {
+			r.wcu += aws.ToFloat64(c.CapacityUnits)
+		}
+		unprocessed := map[[2]string]bool{}
+		for _, u := range out.UnprocessedItems[w.Table] {
+			if u.PutRequest != nil {
+				unprocessed[keyOf(u.PutRequest.Item)] = true
 			}
 		}
-		if !retry {
-			r.left, r.leftErr = left, err
-			return r.fail(left, err)
+		for n, k := range send {
+			if unprocessed[items[idx[k]].Key()] {
+				refused[n] = true
+				left = append(left, k)
+				continue
+			}
+			r.status[k], r.err[k] = Stored, nil
+			r.next.progress = true
 		}
-		if berr := w.backOff(ctx, attempt); berr != nil {
-			return r.fail(left, fmt.Errorf("%w after %d attempts: %w", berr, attempt+1, err))
+		if len(left) > 0 {
+			err = fmt.Errorf("%d of %d items unprocessed", len(left), len(send))
 		}
-		r.retried += len(left)
-		pending = left
+	case ddberr.Classify(err) == ddberr.Invalid:
+		w.isolate(ctx, items, idx, send, err, r)
+	case !ddberr.Retryable(err):
+		// Retrying within this invocation cannot help (the table is
+		// missing, access is refused, the context ended). The items are
+		// still reported Failed, so the caller's retry can succeed once
+		// that is fixed.
+		r.fail(send, fmt.Errorf("write to table %s: %w", w.Table, err))
+	default:
+		left = send
+		if ddberr.Classify(err) == ddberr.Throttled {
+			for n := range refused {
+				refused[n] = true
+			}
+		} else {
+			r.next.backOff = true
+		}
+	}
+	w.throttled(items, idx, send, refused, sentAt, r)
+	left = append(left, held...)
+	if len(left) > 0 {
+		if err == nil {
+			err = errPaced
+		}
+		r.left, r.why = left, err
+		r.fail(left, err)
 	}
 }
 
-// backOff waits before retry attempt+1 (see backoff.Policy). It returns an
-// error instead when ctx ends first or its deadline would pass while
-// waiting.
-func (w *Writer) backOff(ctx context.Context, attempt int) error {
-	d := backoff.Policy{Base: w.base(), Max: w.max()}.Wait(attempt+1) + time.Millisecond
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
-		return errDeadline
+// admit splits the pending positions into those the pacer lets go now and
+// those it holds back; wait is how long until the first held one could go,
+// when none goes.
+func (w *Writer) admit(items []item.Item, idx, pending []int) (send, held []int, wait time.Duration) {
+	if !w.Pacer.Paced() {
+		return pending, nil, 0
 	}
-	return backoff.Sleep(ctx, d)
+	keys := make([]pace.Key, len(pending))
+	wcu := make([]float64, len(pending))
+	for n, k := range pending {
+		keys[n] = keyOfItem(items[idx[k]])
+		wcu[n] = float64(item.WriteUnits(item.Bytes(items[idx[k]].Attrs)))
+	}
+	ok, wait := w.Pacer.Admit(keys, wcu)
+	for n, k := range pending {
+		if ok[n] {
+			send = append(send, k)
+		} else {
+			held = append(held, k)
+		}
+	}
+	return send, held, wait
 }
 
-// errDeadline: the next back-off would outlast the context's deadline.
-var errDeadline = errors.New("deadline reached")
+// throttled records which items of a request sent at sentAt were refused,
+// tells the pacer, and asks for a back-off when there is no pacer.
+func (w *Writer) throttled(items []item.Item, idx, send []int, refused []bool, sentAt time.Time, r *batchResult) {
+	var any bool
+	for n, k := range send {
+		if refused[n] {
+			r.throttled[k] = true
+			r.refused++
+			any = true
+		}
+	}
+	if !any {
+		return
+	}
+	if w.Pacer == nil {
+		for n, k := range send {
+			if refused[n] {
+				r.blame[k] |= pace.Table | pace.GSI
+			}
+		}
+		r.next.backOff = true
+		return
+	}
+	keys := make([]pace.Key, len(send))
+	for n, k := range send {
+		keys[n] = keyOfItem(items[idx[k]])
+	}
+	for n, b := range w.Pacer.Throttled(sentAt, keys, refused) {
+		r.blame[send[n]] |= b
+	}
+}
 
-func (r batchResult) fail(ks []int, err error) batchResult {
+// isolate writes the items of a request DynamoDB refused as invalid one by
+// one: one bad item fails the whole request, and the rest must be stored.
+func (w *Writer) isolate(ctx context.Context, items []item.Item, idx, send []int, err error, r *batchResult) {
+	if len(send) == 1 {
+		r.status[send[0]], r.err[send[0]] = Invalid, fmt.Errorf("write item: %w", err)
+		return
+	}
+	for _, k := range send {
+		one := w.batch(ctx, items, []int{idx[k]})
+		r.status[k], r.err[k] = one.status[0], one.err[0]
+		r.throttled[k] = r.throttled[k] || one.throttled[0]
+		r.blame[k] |= one.blame[0]
+		r.requests += one.requests
+		r.retried += one.retried
+		r.sent += one.sent
+		r.refused += one.refused
+		r.wcu += one.wcu
+	}
+}
+
+// wait waits before a retry as n asks: until the pacer lets an item go, or
+// a back-off (fails counts the back-offs since the last progress). It
+// returns an error instead when ctx ends first or its deadline would pass
+// while waiting.
+func (w *Writer) wait(ctx context.Context, n next, fails *int) error {
+	if n.progress {
+		*fails = 0
+	}
+	d := n.pace
+	if n.backOff || w.Pacer == nil && d == 0 {
+		*fails++
+		d = max(d, backoff.Policy{Base: w.base(), Max: w.max()}.Wait(*fails)+time.Millisecond)
+	}
+	if d == 0 {
+		return ctx.Err()
+	}
+	sleep := w.Sleep
+	if sleep == nil {
+		sleep = backoff.SleepWithin
+	}
+	return sleep(ctx, d)
+}
+
+// errPaced is why an item waits: its key is paced.
+var errPaced = errors.New("key paced after throttling")
+
+func (r *batchResult) fail(ks []int, err error) {
 	for _, k := range ks {
 		r.status[k], r.err[k] = Failed, err
 	}
-	return r
+}
+
+func (w *Writer) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
 }
 
 func (w *Writer) base() time.Duration {
@@ -378,4 +529,13 @@ func keyOf(attrs map[string]types.AttributeValue) [2]string {
 		return [2]string{}
 	}
 	return [2]string{pk.Value, sk.Value}
+}
+
+// keyOfItem is the partition keys an item writes to.
+func keyOfItem(it item.Item) pace.Key {
+	k := pace.Key{Table: it.PK}
+	if g, ok := it.Attrs[schema.GSIPK].(*types.AttributeValueMemberS); ok {
+		k.GSI = g.Value
+	}
+	return k
 }

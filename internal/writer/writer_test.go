@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/testdb"
 )
@@ -152,5 +155,74 @@ func TestWriteInOrderRetriesTheHeadFirst(t *testing.T) {
 	// on a machine too busy to retry for more than a second.
 	if prefix["in order"] < 25 {
 		t.Errorf("in order, the first %d items were stored in a row, want at least 25 (all at once: %d)", prefix["in order"], prefix["all at once"])
+	}
+}
+
+// TestPacedWritersDoNotHammer: four writers, as four Lambda containers,
+// each with a backlog three times what one hot key takes, deliver until
+// everything is stored, the way Kinesis delivers again what a batch did not
+// finish. Paced, they are refused at most once per item stored; re-sending
+// blind, in the same run, several times as often.
+func TestPacedWritersDoNotHammer(t *testing.T) {
+	const (
+		ceiling   = 150 // write units a second on the hot key
+		perWriter = 100 // items of a write unit each: 2.7 seconds of the key for four
+	)
+	endpoint := testdb.Endpoint(t)
+	amplification := map[bool]float64{}
+	for _, paced := range []bool{false, true} {
+		table := testdb.Table(t)
+		proxy := faultproxy.For(t, endpoint)
+		model := &faultproxy.Partitions{WCU: ceiling, Keys: []string{schema.PK}}
+		proxy.SetRule(model.Rule())
+		var sent, refused, stored atomic.Int64
+		var wg sync.WaitGroup
+		for wr := range 4 {
+			w := &Writer{Client: testdb.Client(t, proxy.URL), Table: table, Concurrency: 4}
+			if paced {
+				w.Pacer = &pace.Pacer{KeyWCU: ceiling}
+			}
+			var items []item.Item
+			for i := range perWriter {
+				items = append(items, mk("hot", fmt.Sprintf("w%d-%03d", wr, i), "v"))
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for round := 0; len(items) > 0; round++ {
+					if round == 200 {
+						t.Errorf("writer %d: %d items left after %d deliveries", wr, len(items), round)
+						return
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+					res := w.WriteInOrder(ctx, items)
+					cancel()
+					sent.Add(int64(res.Sent))
+					refused.Add(int64(res.Refused))
+					stored.Add(int64(res.Count(Stored)))
+					// Kinesis delivers again from the first record not stored.
+					if i := slices.Index(res.Status, Failed); i >= 0 {
+						items = items[i:]
+					} else {
+						items = nil
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		// Per distinct item: a delivery again counts an item stored
+		// before it once more.
+		amplification[paced] = float64(refused.Load()) / (4 * perWriter)
+		t.Logf("paced %v: %d sent, %d refused (%.0f%%), %d stored counting deliveries again: %.2f refused per item",
+			paced, sent.Load(), refused.Load(), 100*float64(refused.Load())/float64(sent.Load()), stored.Load(), amplification[paced])
+		if model.Throttled.Load() == 0 {
+			t.Fatalf("paced %v: the model throttled nothing", paced)
+		}
+	}
+	if amplification[true] > 1 {
+		t.Errorf("paced: %.2f throttled attempts per item stored, want at most 1", amplification[true])
+	}
+	if amplification[true] > amplification[false]/2 {
+		t.Errorf("paced: %.2f throttled attempts per item stored, not half of re-sending blind (%.2f)", amplification[true], amplification[false])
 	}
 }

@@ -1,0 +1,196 @@
+package pace
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time      { return c.t }
+func (c *clock) add(d time.Duration) { c.t = c.t.Add(d) }
+func newClock() *clock               { return &clock{time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)} }
+func ones(n int) []float64           { w := make([]float64, n); fill(w, 1); return w }
+func fill(w []float64, v float64) {
+	for i := range w {
+		w[i] = v
+	}
+}
+func keysOf(t, g string, n int) []Key {
+	k := make([]Key, n)
+	for i := range k {
+		k[i] = Key{t, g}
+	}
+	return k
+}
+func all(b []bool) bool {
+	for _, x := range b {
+		if !x {
+			return false
+		}
+	}
+	return true
+}
+func count(b []bool) (n int) {
+	for _, x := range b {
+		if x {
+			n++
+		}
+	}
+	return n
+}
+func trues(n int) []bool {
+	b := make([]bool, n)
+	for i := range b {
+		b[i] = true
+	}
+	return b
+}
+
+func TestUnthrottledKeysAreNotPaced(t *testing.T) {
+	var p *Pacer
+	if ok, wait := p.Admit(keysOf("a", "g", 3), ones(3)); !all(ok) || wait != 0 {
+		t.Fatalf("nil pacer: admitted %v, wait %v", ok, wait)
+	}
+	p = &Pacer{KeyWCU: 100}
+	if ok, _ := p.Admit(keysOf("a", "g", 1000), ones(1000)); !all(ok) {
+		t.Fatal("a pacer with no throttled key held items back")
+	}
+	if p.Paced() {
+		t.Fatal("paced before any throttle")
+	}
+}
+
+// TestBlameTheKeyTheRequestLeansOn: DynamoDB does not say which of an
+// item's keys refused it; the one the request sent the most items to is
+// the hotter per key.
+func TestBlameTheKeyTheRequestLeansOn(t *testing.T) {
+	c := newClock()
+	p := &Pacer{KeyWCU: 100, Now: c.now}
+	// One GSI key, four table keys: the GSI is blamed.
+	var keys []Key
+	for i := range 24 {
+		keys = append(keys, Key{fmt.Sprintf("t%d", i%4), "g0"})
+	}
+	b := p.Throttled(c.now(), keys, trues(len(keys)))
+	for i, x := range b {
+		if x != GSI {
+			t.Fatalf("item %d blamed %v, want the GSI", i, x)
+		}
+	}
+	if _, ok := p.Rate(true, "g0"); !ok {
+		t.Fatal("the GSI key is not paced")
+	}
+	if _, ok := p.Rate(false, "t0"); ok {
+		t.Fatal("a table key is paced")
+	}
+	// Six GSI keys, four table keys: the table is blamed.
+	keys = keys[:0]
+	for i := range 24 {
+		keys = append(keys, Key{fmt.Sprintf("u%d", i%4), fmt.Sprintf("h%d", i%6)})
+	}
+	throttled := make([]bool, len(keys))
+	throttled[0] = true
+	if b := p.Throttled(c.now(), keys, throttled); b[0] != Table || b[1] != None {
+		t.Fatalf("blame %v", b[:2])
+	}
+	// A tie blames both; an item without a GSI entry, its table key.
+	b = p.Throttled(c.now(), []Key{{"x", "y"}, {"q", ""}}, []bool{true, true})
+	if b[0] != Table|GSI || b[1] != Table {
+		t.Fatalf("blame %v", b)
+	}
+}
+
+// TestAPacedKeyGoesAtItsRate: after a throttle a key takes about its
+// limit's rate, growing slowly, and a second throttle of a request sent
+// before the first cut does not cut again.
+func TestAPacedKeyGoesAtItsRate(t *testing.T) {
+	c := newClock()
+	p := &Pacer{KeyWCU: 100, Now: c.now}
+	p.Throttled(c.now(), keysOf("hot", "", 1), []bool{true})
+	r0, _ := p.Rate(false, "hot")
+	if r0 != First*100 {
+		t.Fatalf("first rate %v, want %v", r0, First*100)
+	}
+	before := c.now().Add(-time.Millisecond)
+	p.Throttled(before, keysOf("hot", "", 1), []bool{true})
+	if r, _ := p.Rate(false, "hot"); r != r0 {
+		t.Fatalf("a stale throttle cut the rate to %v", r)
+	}
+	admitted := 0.0
+	for range 1000 { // ten seconds in 10 ms steps, always more to send than the key takes
+		c.add(10 * time.Millisecond)
+		ok, wait := p.Admit(keysOf("hot", "", 10), ones(10))
+		admitted += float64(count(ok))
+		if count(ok) == 0 && wait <= 0 {
+			t.Fatalf("nothing admitted and no wait")
+		}
+	}
+	// 50 a second growing by 5 a second for ten seconds: 750, give or take a burst.
+	if want := 10*r0 + 0.5*Growth*100*100; math.Abs(admitted-want) > 0.05*want {
+		t.Fatalf("admitted %v write units in 10 s, want about %v", admitted, want)
+	}
+	if ok, _ := p.Admit(keysOf("cold", "", 5), ones(5)); !all(ok) {
+		t.Fatal("a cold key was held back behind a hot one")
+	}
+	// Without throttles the limit grows past Drop and is dropped.
+	c.add(time.Minute)
+	if ok, _ := p.Admit(keysOf("hot", "", 1000), ones(1000)); !all(ok) || p.Paced() {
+		t.Fatalf("a key quiet for a minute is still paced")
+	}
+}
+
+// TestWritersSharingAKeyFindItsCeiling: four writers with three times
+// what a key takes, each pacing on its own, as four Lambda containers do.
+// The key's refusals stay a small share of what they send, and they get
+// most of its ceiling through.
+func TestWritersSharingAKeyFindItsCeiling(t *testing.T) {
+	const ceiling = 100.0 // write units a second
+	c := newClock()
+	var writers [4]*Pacer
+	for i := range writers {
+		writers[i] = &Pacer{KeyWCU: ceiling, Now: c.now}
+	}
+	tokens, at := ceiling, c.now() // the key: a token bucket with a second's burst
+	var sent, refused, stored float64
+	const step = 20 * time.Millisecond
+	for range 3000 { // a minute
+		c.add(step)
+		tokens = math.Min(ceiling, tokens+c.now().Sub(at).Seconds()*ceiling)
+		at = c.now()
+		for _, w := range writers {
+			// Each writer has 3/4 of the ceiling a second to send, and a
+			// backlog: it sends what its pacer admits, up to a request of 25.
+			n := 25
+			ok, _ := w.Admit(keysOf("k", "", n), ones(n))
+			var throttled []bool
+			var keys []Key
+			for _, o := range ok {
+				if !o {
+					continue
+				}
+				keys = append(keys, Key{"k", ""})
+				sent++
+				if tokens >= 1 {
+					tokens--
+					stored++
+					throttled = append(throttled, false)
+				} else {
+					refused++
+					throttled = append(throttled, true)
+				}
+			}
+			w.Throttled(c.now(), keys, throttled)
+		}
+	}
+	share := refused / sent
+	t.Logf("sent %.0f, refused %.0f (%.1f%%), stored %.0f a second of a ceiling of %.0f", sent, refused, 100*share, stored/60, ceiling)
+	if share > 0.10 {
+		t.Errorf("%.1f%% of attempts refused, want under 10%%", 100*share)
+	}
+	if stored/60 < 0.6*ceiling {
+		t.Errorf("%.0f write units a second stored, want at least 60%% of the ceiling", stored/60)
+	}
+}
