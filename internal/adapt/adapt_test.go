@@ -5,20 +5,38 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/internal/shardmap"
 )
 
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 
 // feed observes rate items a second of 1 WCU each for secs seconds, a share
-// of them throttled, under cur.
+// of them throttled (blamed on no index), under cur. Items arrive as they
+// are sent, as in API requests: all are stored in the end.
 func feed(p *Policy, src string, from time.Time, secs, rate int, throttled float64, cur Counts) time.Time {
 	for s := range secs {
 		n := rate
 		ok := float64(n) * (1 - throttled)
 		p.Observe(src, from.Add(time.Duration(s)*time.Second), cur, Sample{
-			Items: n, WCU: ok, GSIWCU: ok, Throttled: int(throttled * float64(n)),
+			Items: n, Stored: n, WCU: ok, GSIWCU: ok, Throttled: int(throttled * float64(n)),
 		})
+	}
+	return from.Add(time.Duration(secs-1) * time.Second)
+}
+
+// stream observes a writer of a Kinesis shard for secs seconds: its keys
+// store stored items a second of 1 WCU each, a share of them throttled,
+// and the events' times advance by progress
+// seconds a second (1: it keeps up; 1/3: it gets through a second of
+// events every three).
+func stream(p *Policy, src string, from time.Time, secs int, stored, throttled, progress float64, cur Counts) time.Time {
+	at := from.Add(-time.Hour)
+	for s := range secs {
+		now := from.Add(time.Duration(s) * time.Second)
+		at = at.Add(time.Duration(progress * float64(time.Second)))
+		n := int(stored / (1 - throttled))
+		th := n - int(stored)
+		p.Observe(src, now, cur, Sample{Items: n, Stored: int(stored), WCU: stored, GSIWCU: stored, Fresh: stored, Throttled: th, Latest: at})
 	}
 	return from.Add(time.Duration(secs-1) * time.Second)
 }
@@ -35,47 +53,124 @@ func TestQuietSourceIsLeftAlone(t *testing.T) {
 	}
 }
 
-func TestRateRaisesBeforeThrottling(t *testing.T) {
+// TestASteadySourceUnderItsKeysIsLeftAlone: 600 WCU/s on one GSI key,
+// 60 % of it, steady: nothing to raise until it rises or throttles.
+func TestASteadySourceUnderItsKeysIsLeftAlone(t *testing.T) {
 	var p Policy
 	cur := Counts{4, 1}
-	// 600 WCU/s: the single GSI key is at 60% and the rate may double
-	// before a raise takes effect.
 	now := feed(&p, "s", t0, 10, 600, 0, cur)
-	d, ok := p.Decide("s", now, cur, cur)
-	if !ok {
-		t.Fatal("600 WCU/s on one GSI key did not raise")
-	}
-	if d.To.GSIShards < 2 || d.To.Shards != 4 {
-		t.Fatalf("raise to %+v, want the GSI only, at least doubled", d.To)
-	}
-	if !strings.HasPrefix(d.Reason, "rate:") {
-		t.Fatalf("reason %q", d.Reason)
-	}
-	// Once that raise is scheduled, the same traffic asks for nothing more.
-	if d2, ok := p.Decide("s", now, cur, d.To); ok {
-		t.Fatalf("raised again to %+v with %+v pending", d2.To, d.To)
+	if d, ok := p.Decide("s", now, cur, cur); ok {
+		t.Fatalf("600 WCU/s on one GSI key raised: %+v", d)
 	}
 }
 
-func TestThrottlingRaisesTheHotIndex(t *testing.T) {
-	var p Policy
-	cur := Counts{16, 1}
-	// 900 WCU/s gets through, 5% throttled: the GSI's one key carries 900,
-	// a base key 56; only the GSI is hot.
-	now := feed(&p, "s", t0, 10, 900, 0.05, cur)
-	d, ok := p.Decide("s", now, cur, cur)
-	if !ok || d.To.GSIShards < MinStep || d.To.Shards != 16 {
-		t.Fatalf("decision %+v %v: want the GSI raised %d-fold, the base left", d, ok, MinStep)
+// measureAll is n writers, each with its share of a source's traffic,
+// measuring it for secs seconds from t0 as stream has it, and the sum of
+// what they measured.
+func measureAll(t *testing.T, n int, secs int, stored, progress float64, cur Counts) (shardmap.Rates, []*Policy) {
+	t.Helper()
+	var sum shardmap.Rates
+	var ps []*Policy
+	for range n {
+		p := &Policy{KeyWCU: 250}
+		now := stream(p, "s", t0, secs, stored/float64(n), 0.05, progress, cur)
+		own, ok := p.Measure("s", now, cur)
+		if !ok {
+			t.Fatalf("a throttled writer measured nothing")
+		}
+		if _, again := p.Measure("s", now, cur); again {
+			t.Fatalf("measured twice at once")
+		}
+		sum.Table += own.Table
+		sum.GSI += own.GSI
+		ps = append(ps, p)
 	}
-	if !strings.HasPrefix(d.Reason, "throttled:") || d.Throttled < 0.04 {
-		t.Fatalf("decision %+v", d)
+	return sum, ps
+}
+
+// TestThrottlingRaisesTheIndexOverItsKeys: the source, 720 WCU/s
+// on 4 table keys and 1 GSI key of 250. Four writers store 250 WCU/s
+// between them and get through a second of events every 2.9 seconds: each
+// measures a quarter of 720. Their sum is over the GSI's key, three times,
+// and under the table's keys: the GSI rises to 5 keys (720 at 70 %), the
+// table stays. A throttled source is not for the rate rule.
+func TestThrottlingRaisesTheIndexOverItsKeys(t *testing.T) {
+	cur := Counts{4, 1}
+	sum, ps := measureAll(t, 4, 20, 250, 250.0/720, cur)
+	if sum.Table < 700 || sum.Table > 740 || sum.GSI != sum.Table {
+		t.Fatalf("measured %+v, want about 720 WCU/s each", sum)
+	}
+	d, ok := ps[0].ForDemand("s", t0, cur, cur, sum, 4)
+	if !ok || d.To != (Counts{4, 5}) || d.Cover != (Counts{0, 3}) {
+		t.Fatalf("decision %+v %v: want the GSI raised to 5 (3 at the ceiling), the table left", d, ok)
+	}
+	if !strings.HasPrefix(d.Reason, "throttled: 4 writers") {
+		t.Fatalf("reason %q", d.Reason)
+	}
+	if d, ok := ps[0].Decide("s", t0.Add(19*time.Second), cur, cur); ok {
+		t.Fatalf("the rate rule raised a throttled source: %+v", d)
 	}
 	// A blip is not a signal.
 	var q Policy
-	now = feed(&q, "s", t0, 10, 100, 0, Counts{4, 1})
+	now := feed(&q, "s", t0, 20, 100, 0, Counts{4, 1})
 	q.Observe("s", now, Counts{4, 1}, Sample{Items: 1, WCU: 1, GSIWCU: 1, Throttled: 1})
-	if d, ok := q.Decide("s", now, Counts{4, 1}, Counts{4, 1}); ok {
-		t.Fatalf("one throttled item raised: %+v", d)
+	if _, ok := q.Measure("s", now, Counts{4, 1}); ok {
+		t.Fatalf("one throttled item measured")
+	}
+}
+
+// TestAPendingRaiseStopsTheNext: with 4/5 scheduled, the same demand,
+// measured under 4/1 until the raise takes effect, asks for nothing; a
+// demand that outgrows the pending step twice over does, and then for
+// both indexes if both are over.
+func TestAPendingRaiseStopsTheNext(t *testing.T) {
+	p := &Policy{KeyWCU: 250}
+	cur, pending := Counts{4, 1}, Counts{4, 5}
+	if d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 720, GSI: 720}, 4); ok {
+		t.Fatalf("720 WCU/s with %+v pending: raised to %+v", pending, d.To)
+	}
+	// 2,400 WCU/s: over the table's 4 keys, not twice over the 5 GSI keys
+	// pending: the table alone.
+	if d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 2400, GSI: 2400}, 4); !ok || d.To != (Counts{14, 5}) {
+		t.Fatalf("2,400 WCU/s with %+v pending: %+v %v, want the table at 14", pending, d, ok)
+	}
+	d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 3000, GSI: 3000}, 4)
+	if !ok || d.To != (Counts{18, 18}) {
+		t.Fatalf("3,000 WCU/s with %+v pending: %+v %v, want both at 18", pending, d, ok)
+	}
+}
+
+// TestDrainingABacklogIsNotMeasured: after the GSI was spread, the
+// backlog drains at the table keys' ceiling and they throttle; but the
+// writer gets through events faster than they arrive, so it does not
+// measure the source as over its keys, and its rate, that of a drain, is
+// not its demand.
+func TestDrainingABacklogIsNotMeasured(t *testing.T) {
+	p := Policy{KeyWCU: 250}
+	cur := Counts{4, 5}
+	now := stream(&p, "s", t0, 20, 250, 0.08, 1000.0/720, cur)
+	if own, ok := p.Measure("s", now, cur); ok {
+		t.Fatalf("a draining writer measured %+v", own)
+	}
+	if d, ok := p.Decide("s", now, cur, cur); ok {
+		t.Fatalf("draining a backlog raised: %+v", d)
+	}
+}
+
+// TestRequestsLeftUnstoredImplyTheDemand: items sent as they arrive (API
+// requests) have no backlog to measure; the share left unstored (held by
+// their key's pace until the deadline, answered 503) says how far over
+// the keys the source is.
+func TestRequestsLeftUnstoredImplyTheDemand(t *testing.T) {
+	p := Policy{KeyWCU: 250}
+	cur := Counts{4, 1}
+	for s := range 20 {
+		p.Observe("s", t0.Add(time.Duration(s)*time.Second), cur,
+			Sample{Items: 720, Stored: 240, WCU: 240, GSIWCU: 240, Throttled: 12})
+	}
+	own, ok := p.Measure("s", t0.Add(19*time.Second), cur)
+	if !ok || own.GSI < 700 || own.GSI > 740 {
+		t.Fatalf("measured %+v %v, want about 720 WCU/s", own, ok)
 	}
 }
 
@@ -92,33 +187,16 @@ func TestSamplesUnderOldCountsAreForgotten(t *testing.T) {
 	}
 }
 
-// TestRaisesAreBounded: a source whose demand exceeds anything keeps being
-// throttled; every raise at least doubles and none passes Max.
+// TestRaisesAreBounded: no raise passes Max, and a demand beyond it ends
+// at Max.
 func TestRaisesAreBounded(t *testing.T) {
 	p := Policy{Max: 64}
-	cur := Counts{4, 1}
-	now := t0
-	raises := 0
-	for range 50 {
-		now = feed(&p, "s", now.Add(time.Second), 10, 1000*cur.GSIShards, 0.3, cur)
-		d, ok := p.Decide("s", now, cur, cur)
-		if !ok {
-			break
-		}
-		if d.To.Shards < cur.Shards || d.To.GSIShards < cur.GSIShards || d.To.Shards > 64 || d.To.GSIShards > 64 {
-			t.Fatalf("raise %+v from %+v", d.To, cur)
-		}
-		if d.To.Shards < 2*cur.Shards && d.To.GSIShards < 2*cur.GSIShards {
-			t.Fatalf("raise %+v from %+v doubles neither count", d.To, cur)
-		}
-		cur = d.To
-		raises++
+	d, ok := p.ForDemand("s", t0, Counts{4, 1}, Counts{4, 1}, shardmap.Rates{Table: 1e6, GSI: 1e6}, 100)
+	if !ok || d.To != (Counts{64, 64}) {
+		t.Fatalf("%+v %v, want the maximum", d, ok)
 	}
-	if cur != (Counts{64, 64}) {
-		t.Fatalf("ended at %+v, want the maximum", cur)
-	}
-	if raises > 6 { // log2(64/1)
-		t.Fatalf("%d raises", raises)
+	if d, ok := p.ForDemand("s", t0, Counts{64, 64}, Counts{64, 64}, shardmap.Rates{Table: 1e6, GSI: 1e6}, 100); ok {
+		t.Fatalf("raised past the maximum: %+v", d)
 	}
 }
 
@@ -141,7 +219,7 @@ func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
 	for s := range 10 {
 		now = t0.Add(time.Duration(s) * time.Second)
 		n := 100 + 83*s // events a second, rising 83 a second
-		p.Observe("r", now, cur, Sample{Items: n, WCU: float64(n), GSIWCU: float64(n)})
+		p.Observe("r", now, cur, Sample{Items: n, Stored: n, WCU: float64(n), GSIWCU: float64(n)})
 	}
 	d, ok := p.Decide("r", now, cur, cur)
 	if !ok {
@@ -151,71 +229,36 @@ func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
 	if d.To.Shards < 40 || d.To.GSIShards < 40 {
 		t.Fatalf("raise to %+v: planned for now, not for the rate ahead", d.To)
 	}
-	// A flat source at the same rate plans for twice its rate only.
+	// A flat source at the same rate is under its key: left alone.
 	var q Policy
 	for s := range 10 {
-		q.Observe("f", t0.Add(time.Duration(s)*time.Second), cur, Sample{Items: 800, WCU: 800, GSIWCU: 800})
+		q.Observe("f", t0.Add(time.Duration(s)*time.Second), cur, Sample{Items: 800, Stored: 800, WCU: 800, GSIWCU: 800})
 	}
-	if d, ok := q.Decide("f", t0.Add(9*time.Second), cur, cur); !ok || d.To.GSIShards > 4 || d.To.Shards != 4 {
+	if d, ok := q.Decide("f", t0.Add(9*time.Second), cur, cur); ok {
 		t.Fatalf("flat 800 WCU/s: %+v %v", d, ok)
 	}
 }
 
-// TestThrottlingImpliesTheSourcesDemand: one writer of eight sees an eighth
-// of what gets through, but the throttled share is the source's: the GSI's
-// one key lets 1,000 WCU/s through and refuses 75 %, so the source asks
-// for 4,000, planned at twice. Both indexes carry every item, so both rise
-// to it, not only the hot one.
-func TestThrottlingImpliesTheSourcesDemand(t *testing.T) {
-	var p Policy
+// TestASummedRiseIsPlannedFor: the writers' sum rose from 1,100 to 1,500
+// to 2,000 WCU/s, ten seconds apart: the raise plans for where it is
+// heading when a raise decided now starts, eight minutes on; a step up,
+// and a steady sum, plan for now.
+func TestASummedRiseIsPlannedFor(t *testing.T) {
+	p := &Policy{KeyWCU: 1000}
 	cur := Counts{4, 1}
-	now := feed(&p, "s", t0, 10, 125, 0.75, cur)
-	d, ok := p.Decide("s", now, cur, cur)
-	want := bucketing.ShardsFor(8000, 1)
-	if !ok || d.To.Shards < want || d.To.GSIShards < want {
-		t.Fatalf("decision %+v %v: want both indexes at %d or more", d, ok, want)
+	p.ForDemand("r", t0.Add(-10*time.Second), cur, cur, shardmap.Rates{Table: 1100, GSI: 1100}, 8)
+	if d, ok := p.ForDemand("r", t0, cur, cur, shardmap.Rates{Table: 1500, GSI: 1500}, 8); !ok || d.To != (Counts{4, 3}) {
+		t.Fatalf("1,500 WCU/s: %+v %v, want the GSI at 3", d, ok)
 	}
-}
-
-// TestThrottledRiseIsSeenByEveryWriter: a source rising 83 events/s every
-// second behind its GSI's one key (1,000 WCU/s). A writer of eight sees an
-// eighth of the items, and what gets through is flat at its eighth of the
-// key, so its own rate shows no rise; but the throttled share rises, and
-// every writer sees the same share. Each plans, as the only writer does,
-// for the demand when a raise would start, not for the demand now; and a
-// source throttled at a steady share plans for now.
-func TestThrottledRiseIsSeenByEveryWriter(t *testing.T) {
-	cur := Counts{4, 1}
-	decide := func(writers int, rising bool) Counts {
-		var p Policy
-		now := t0
-		for s := range 10 {
-			now = t0.Add(time.Duration(s) * time.Second)
-			demand := 1100.0
-			if rising {
-				demand += 83 * float64(s)
-			}
-			n := demand / float64(writers)
-			ok := 1000 / float64(writers)
-			p.Observe("r", now, cur, Sample{Items: int(n), WCU: ok, GSIWCU: ok, Throttled: int(n - ok)})
-		}
-		d, ok := p.Decide("r", now, cur, cur)
-		if !ok {
-			t.Fatalf("%d writers, rising %v: no raise", writers, rising)
-		}
-		return d.To
+	d, ok := p.ForDemand("r", t0.Add(10*time.Second), cur, cur, shardmap.Rates{Table: 2000, GSI: 2000}, 8)
+	// (A sum half a window on is too soon to tell: the older one stays.)
+	if !ok || !strings.HasPrefix(d.Reason, "throttled, rising") || d.Demand < 20000 {
+		t.Fatalf("rising to 2,000 WCU/s: %+v %v, want planned for about 26,000", d, ok)
 	}
-	one, eight := decide(1, true), decide(8, true)
-	if one != eight {
-		t.Fatalf("one writer raises to %+v, one of eight to %+v", one, eight)
-	}
-	// About 1,850 WCU/s now and 83 more each second: some 46,000 when the
-	// raise starts, 66 keys at 70 % (the trend is measured from the
-	// window's newer half, a few seconds back: 60).
-	if one.Shards < 48 || one.GSIShards < 48 {
-		t.Fatalf("rising: raise to %+v, planned for the demand now", one)
-	}
-	if flat := decide(8, false); flat.GSIShards > 16 || flat.Shards > 16 {
-		t.Fatalf("steady: raise to %+v, want the demand now planned at twice", flat)
+	q := &Policy{KeyWCU: 1000}
+	q.ForDemand("f", t0.Add(-10*time.Second), cur, cur, shardmap.Rates{Table: 500, GSI: 500}, 8)
+	q.ForDemand("f", t0, cur, cur, shardmap.Rates{Table: 1500, GSI: 1500}, 8)
+	if d, ok := q.ForDemand("f", t0.Add(10*time.Second), cur, cur, shardmap.Rates{Table: 1600, GSI: 1600}, 8); !ok || d.Demand != 1600 {
+		t.Fatalf("a step, then steady: %+v %v", d, ok)
 	}
 }

@@ -86,6 +86,8 @@ type Raise struct {
 type decider interface {
 	Observe(source string, now time.Time, cur adapt.Counts, s adapt.Sample)
 	Decide(source string, now time.Time, cur, last adapt.Counts) (adapt.Decision, bool)
+	Measure(source string, now time.Time, cur adapt.Counts) (shardmap.Rates, bool)
+	ForDemand(source string, now time.Time, cur, last adapt.Counts, demand shardmap.Rates, writers int) (adapt.Decision, bool)
 }
 
 // writer is one writer container: its policy, and its registry, which
@@ -104,11 +106,20 @@ type adaptive struct {
 	scheds     map[[2]string]bucketing.Schedule
 	raises     []Raise
 	unrecorded int
+	// reports is what each writer last measured of each source, as the
+	// demand item beside its shard record holds it (shardmap.Demand).
+	reports map[string]map[*writer]report
+}
+
+// report is one writer's measure of a source's demand.
+type report struct {
+	at    time.Time
+	rates shardmap.Rates
 }
 
 func newAdaptive(a Adaptive) *adaptive {
 	a.Floor = a.floor()
-	st := &adaptive{Adaptive: a, scheds: map[[2]string]bucketing.Schedule{}}
+	st := &adaptive{Adaptive: a, scheds: map[[2]string]bucketing.Schedule{}, reports: map[string]map[*writer]report{}}
 	db := records{}
 	cfg := shardmap.Config{
 		Shards:    bucketing.Counts{Default: a.Floor.Shards},
@@ -185,23 +196,55 @@ func (st *adaptive) applied(source string, t time.Time, cur adapt.Counts) {
 func (st *adaptive) observe(source string, t time.Time, b batch, wcu, throttled float64) {
 	n := int(math.Round(float64(b.items) * throttled))
 	took := float64(b.items-n) * wcu
-	b.w.policy.Observe(source, t, b.cur, adapt.Sample{Items: b.items, WCU: took, GSIWCU: took, Throttled: n})
+	b.w.policy.Observe(source, t, b.cur, adapt.Sample{Items: b.items, Stored: b.items - n, WCU: took, GSIWCU: took, Throttled: n})
 	sched, ok := b.w.reg.Known(events(source), bucketing.Day(t))
 	if !ok {
 		return
 	}
-	cur := adapt.Of(shardmap.InEffect(sched, dayStart(t), t, t))
-	if d, ok := b.w.policy.Decide(source, t, cur, adapt.Of(sched.Last())); ok {
-		st.raise(b.w, source, t, d.To, d.Reason)
+	cur, last := adapt.Of(shardmap.InEffect(sched, dayStart(t), t, t)), adapt.Of(sched.Last())
+	d, ok := b.w.policy.Decide(source, t, cur, last)
+	if own, measured := b.w.policy.Measure(source, t, cur); measured {
+		d, ok = st.forDemand(b.w, source, t, cur, last, own)
 	}
+	if ok {
+		st.raise(b.w, source, t, d.To, d.Cover, d.Reason)
+	}
+}
+
+// forDemand reports w's measure of source and decides on the writers'
+// sum, as the ingest function does: from a writer's second report on, on
+// the reports of the last two windows.
+func (st *adaptive) forDemand(w *writer, source string, t time.Time, cur, last adapt.Counts, own shardmap.Rates) (adapt.Decision, bool) {
+	rs := st.reports[source]
+	if rs == nil {
+		rs = map[*writer]report{}
+		st.reports[source] = rs
+	}
+	prev, again := rs[w]
+	rs[w] = report{t, own}
+	fresh := 2 * adapt.DefaultWindow
+	if !again || t.Sub(prev.at) > fresh {
+		return adapt.Decision{}, false
+	}
+	var sum shardmap.Rates
+	n := 0
+	for _, r := range rs {
+		if t.Sub(r.at) <= fresh {
+			sum.Table += r.rates.Table
+			sum.GSI += r.rates.GSI
+			n++
+		}
+	}
+	return w.policy.ForDemand(source, t, cur, last, sum, n)
 }
 
 // raise records, as w's registry records it, that source needs the counts
 // to from t on; it says whether the record took the raise.
-func (st *adaptive) raise(w *writer, source string, t time.Time, to adapt.Counts, reason string) bool {
+func (st *adaptive) raise(w *writer, source string, t time.Time, to, cover adapt.Counts, reason string) bool {
 	st.now = t
 	k := [2]string{source, bucketing.Day(t)}
-	next, raised, err := w.reg.Raise(context.Background(), events(source), k[1], to.Shards, to.GSIShards)
+	next, raised, err := w.reg.RaiseUnlessCovered(context.Background(), events(source), k[1],
+		bucketing.Step{Shards: to.Shards, GSIShards: to.GSIShards}, bucketing.Step{Shards: cover.Shards, GSIShards: cover.GSIShards})
 	if err != nil {
 		panic("heatsim: the in-memory shard record failed: " + err.Error())
 	}

@@ -61,7 +61,8 @@ func TestSchedulingIsTheRegistrys(t *testing.T) {
 		now = at(t, c.clock)
 		w := sim.writers[i%2]
 		sim.schedule(w, "hot", now)
-		got := sim.raise(w, "hot", now, adapt.Counts{Shards: c.n, GSIShards: c.g}, "test")
+		to := adapt.Counts{Shards: c.n, GSIShards: c.g}
+		got := sim.raise(w, "hot", now, to, to, "test")
 		want, wantRaised, err := regs[i%2].Raise(ctx, events("hot"), day, c.n, c.g)
 		if err != nil {
 			t.Fatal(err)
@@ -210,5 +211,11 @@ type recorder struct{ s adapt.Sample }
 
 func (r *recorder) Observe(_ string, _ time.Time, _ adapt.Counts, s adapt.Sample) { r.s = s }
 func (r *recorder) Decide(string, time.Time, adapt.Counts, adapt.Counts) (adapt.Decision, bool) {
+	return adapt.Decision{}, false
+}
+func (r *recorder) Measure(string, time.Time, adapt.Counts) (shardmap.Rates, bool) {
+	return shardmap.Rates{}, false
+}
+func (r *recorder) ForDemand(string, time.Time, adapt.Counts, adapt.Counts, shardmap.Rates, int) (adapt.Decision, bool) {
 	return adapt.Decision{}, false
 }

@@ -52,15 +52,18 @@ func logRows(t *testing.T, rows []RampRow) {
 // moment the first raise took effect. It does because the first raise
 // plans for the rate a lead ahead and is raised in place within seconds:
 // one writer extrapolates its rate's rise; eight writers, each seeing an
-// eighth of the rate and a flat share getting through, extrapolate the
-// rise of the demand the throttled share implies.
+// eighth of the rate, add up their measures (shardmap.Demand) and
+// extrapolate the rise of the sum. A throttled writer decides from its
+// second report on, half a window after its first, so that the others
+// have reported too, and on full windows: the eight writers' first raise
+// comes within 30 s.
 func TestRampAcceptance(t *testing.T) {
 	rows := compare(false)
 	logRows(t, rows[2:4])
 	for _, r := range rows[2:4] { // one writer, and eight
 		first := r.Raises[0]
-		if first.Recorded.Sub(RampStart) > 15*time.Second || !r.Since.Equal(first.From) {
-			t.Errorf("%s: first raise %+v, from %v: want it recorded within 15 s", r.Design, first, r.Since)
+		if first.Recorded.Sub(RampStart) > 30*time.Second || !r.Since.Equal(first.From) {
+			t.Errorf("%s: first raise %+v, from %v: want it recorded within 30 s", r.Design, first, r.Since)
 		}
 		if r.AfterPct >= 1 {
 			t.Errorf("%s: %.2f%% of writes throttled once the first raise took effect (%v), want under 1%%", r.Design, r.AfterPct, r.Since)
@@ -81,7 +84,7 @@ func TestRampFigures(t *testing.T) {
 		one, eight  want
 	}{
 		{false, want{17.85, 0}, want{17.85, 0}},
-		{true, want{49.18, 35.00}, want{49.35, 26.86}},
+		{true, want{47.03, 22.57}, want{47.20, 22.86}},
 	} {
 		rows := compare(c.exponential)
 		logRows(t, rows)
@@ -103,11 +106,11 @@ func TestRampFigures(t *testing.T) {
 		}
 	}
 	// Why the rows come out so, as docs/heatsim.md tells: with eight
-	// writers the linear ramp's first step ends at 76/76 from 11:58,
-	// planned from the rise of the throttled share, and nothing is
-	// throttled from then; under the exponential ramp throttling ends
-	// when 64 table keys apply at 12:06, and from 12:03 one writer and
-	// eight throttle the same.
+	// writers the linear ramp's first step ends at 61/61 from 11:58,
+	// planned from the rise of the writers' summed demand, and nothing is
+	// throttled from then; under the exponential ramp throttling ends by
+	// 12:06, and from 12:03 one writer and eight throttle within two
+	// points of each other.
 	eight := ramp(false, 8)
 	if x := eight.Raises[0]; x.From != at(t, "11:58:00") {
 		t.Errorf("eight writers' first raise %+v", x)
@@ -118,15 +121,15 @@ func TestRampFigures(t *testing.T) {
 			step = x
 		}
 	}
-	if step.Shards != 76 || step.GSI != 76 {
-		t.Errorf("eight writers' first step %+v: docs/heatsim.md says 76/76", step)
+	if step.Shards != 61 || step.GSI != 61 {
+		t.Errorf("eight writers' first step %+v: docs/heatsim.md says 61/61", step)
 	}
 	for _, w := range []int{1, 8} {
 		if p := ramp(true, w).ThrottledPctFrom(at(t, "12:06:00")); p != 0 {
 			t.Errorf("%d writers, exponential: %.2f%% throttled from 12:06", w, p)
 		}
 	}
-	if a, b := ramp(true, 1).ThrottledPctFrom(at(t, "12:03:00")), ramp(true, 8).ThrottledPctFrom(at(t, "12:03:00")); abs(a-b) > 0.01 {
+	if a, b := ramp(true, 1).ThrottledPctFrom(at(t, "12:03:00")), ramp(true, 8).ThrottledPctFrom(at(t, "12:03:00")); abs(a-b) > 2 {
 		t.Errorf("exponential from 12:03: %.2f%% throttled with one writer, %.2f%% with eight", a, b)
 	}
 	// The first raise's GSI count applies a minute or two after it is

@@ -3,18 +3,25 @@ package ingest
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/internal/writer"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // observe feeds the policy what a write showed of each source writing
 // today (adaptive sharding, internal/adapt). items[n] is the item of
-// units[idx[n]]; throttled[n] says whether DynamoDB throttled it.
+// units[idx[n]]; res is the write's result. inOrder says the units are a
+// Kinesis shard's records, in arrival order: then the policy keeps a
+// window per (source, shard), since a warm container may serve several
+// shards, and how far the writer got through the source's events is the
+// newest of those stored before the first record not stored (where the
+// mapping resumes: the records after it come again).
 //
 // Only items placed under the counts in effect now count: they are what
 // those counts carry. An event of another day is not today's heat, and an
@@ -22,7 +29,7 @@ import (
 // the source was throttled) stays on the old keys whatever is raised next:
 // its throttling must not ask for more shards, or a long backlog would
 // push every count it meets to the maximum.
-func (h *Handler) observe(units []unit, idx []int, items []item.Item, throttled []bool) {
+func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer.Result, inOrder bool) {
 	if h.policy == nil || len(items) == 0 {
 		return
 	}
@@ -33,6 +40,20 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, throttled 
 		cur    adapt.Counts
 		sched  bucketing.Schedule
 		sample adapt.Sample
+		got    time.Time // how far the writer had got through the source's events
+	}
+	// resume is the first unit not stored: Lambda delivers it again, and
+	// every unit after it.
+	resume := len(units)
+	stored := make([]bool, len(units))
+	for n, u := range idx {
+		stored[u] = res.Status[n] == writer.Stored
+	}
+	for u := range units {
+		if !stored[u] {
+			resume = u
+			break
+		}
 	}
 	sources := map[string]*seen{}
 	for n, u := range idx {
@@ -40,7 +61,8 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, throttled 
 		if e == nil || dayNumber(e.Time) != today {
 			continue
 		}
-		s := sources[e.Source]
+		key := policyKey(e.Source, units[u], inOrder)
+		s := sources[key]
 		if s == nil {
 			// The batch's items were built from this schedule a moment
 			// ago: the registry answers from its cache.
@@ -48,20 +70,32 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, throttled 
 			if !ok {
 				continue
 			}
-			s = &seen{cur: adapt.Of(shardmap.InEffect(sched, start, now, now)), sched: sched}
-			sources[e.Source] = s
+			s = &seen{cur: adapt.Of(shardmap.InEffect(sched, start, now, now)), sched: sched, got: h.policy.Latest(key)}
+			sources[key] = s
 		}
 		if s.sched.At(e.Time).Shards != s.cur.Shards {
 			continue // its GSI count is the one in effect; its table count is not
 		}
 		s.sample.Items++
-		if throttled[n] {
+		ahead := inOrder && u < resume // stored where the shard resumes past it
+		if res.Status[n] == writer.Stored {
+			s.sample.Stored++
+			if ahead && e.Time.After(s.sample.Latest) {
+				s.sample.Latest = e.Time
+			}
+		}
+		if res.Throttled[n] {
 			s.sample.Throttled++
-			continue
+		}
+		if res.Status[n] != writer.Stored {
+			continue // held back by its key's pace, or failed: nothing taken
 		}
 		w := float64(itemWCU(items[n]))
 		s.sample.WCU += w
 		s.sample.GSIWCU += w
+		if ahead && e.Time.After(s.got) {
+			s.sample.Fresh += w
+		}
 	}
 	for src, s := range sources {
 		if s.sample.Items > 0 {
@@ -74,6 +108,15 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, throttled 
 	}
 }
 
+// policyKey is what the policy keeps a window for: a source, or for a
+// Kinesis shard's records a (source, shard).
+func policyKey(source string, u unit, inOrder bool) string {
+	if !inOrder {
+		return source
+	}
+	return source + "\x00" + u.origin.ShardID
+}
+
 // raise records the raises the policy asks for, for the sources of units
 // writing today. It runs before a batch is written, on what earlier
 // batches showed: after a write throttled to its deadline there is no time
@@ -82,7 +125,7 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, throttled 
 // A raise is one conditional write to the shard record, made at most once
 // per doubling of a count, so it may sit on the hot path. A failed raise
 // is logged and left for the next batch: the events are written either way.
-func (h *Handler) raise(ctx context.Context, units []unit) {
+func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 	if h.policy == nil {
 		return
 	}
@@ -102,11 +145,13 @@ func (h *Handler) raise(ctx context.Context, units []unit) {
 			continue
 		}
 		cur, last := adapt.Of(shardmap.InEffect(sched, dayStart(now), now, now)), adapt.Of(sched.Last())
-		d, ok := h.policy.Decide(e.Source, now, cur, last)
+		d, ok := h.decide(ctx, stream, day, policyKey(e.Source, u, inOrder), now, cur, last)
 		if !ok {
 			continue
 		}
-		next, raised, err := h.registry.Raise(ctx, stream, day, d.To.Shards, d.To.GSIShards)
+		next, raised, err := h.registry.RaiseUnlessCovered(ctx, stream, day,
+			bucketing.Step{Shards: d.To.Shards, GSIShards: d.To.GSIShards},
+			bucketing.Step{Shards: d.Cover.Shards, GSIShards: d.Cover.GSIShards})
 		if err != nil {
 			h.log.Warn("adaptive sharding: raise", slog.String("event_source", e.Source), slog.String("error", err.Error()))
 			continue
@@ -130,6 +175,36 @@ func (h *Handler) raise(ctx context.Context, units []unit) {
 			h.log.Warn("metrics", slog.String("error", err.Error()))
 		}
 	}
+}
+
+// decide asks the policy whether stream needs a raise. A source that
+// throttles is measured, the measure reported beside the day's shard
+// record with the other writers' (shardmap.Demand), and decided on their
+// sum from this writer's second report on: each writer sees only its
+// share, and the others need as long as it to report theirs. A failed
+// report is logged and the decision left for a later batch.
+func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key string, now time.Time, cur, last adapt.Counts) (adapt.Decision, bool) {
+	own, ok := h.policy.Measure(key, now, cur)
+	if !ok {
+		return h.policy.Decide(key, now, cur, last)
+	}
+	// A writer is a container's view of a source through one shard.
+	writerID := h.writerID
+	if i := strings.IndexByte(key, 0); i >= 0 {
+		writerID += "/" + key[i+1:]
+	}
+	sum, err := h.demand.Report(ctx, s, day, writerID, own, now)
+	if err != nil {
+		h.log.Warn("adaptive sharding: report demand", slog.String("event_source", s.Source), slog.String("error", err.Error()))
+		return adapt.Decision{}, false
+	}
+	h.log.Debug("adaptive sharding: demand reported", slog.String("event_source", s.Source),
+		slog.Float64("wcu", own.Table), slog.Float64("gsi_wcu", own.GSI),
+		slog.Float64("sum_wcu", sum.Table), slog.Float64("sum_gsi_wcu", sum.GSI), slog.Int("writers", sum.Writers))
+	if !sum.Again {
+		return adapt.Decision{}, false
+	}
+	return h.policy.ForDemand(s.Source, now, cur, last, sum.Rates, sum.Writers)
 }
 
 // itemWCU is what writing it costs (item.WriteUnits). The GSI copy of an

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/emf"
+	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/internal/writer"
 )
@@ -44,7 +47,9 @@ type Handler struct {
 	metrics  *emf.Logger
 	now      func() time.Time
 	policy   *adapt.Policy // nil when adaptive sharding is off
-	forgot   atomic.Int64  // Unix second the policy last forgot idle sources
+	demand   *shardmap.Demand
+	writerID string       // this container, in its demand reports
+	forgot   atomic.Int64 // Unix second the policy last forgot idle sources
 	// apiBudget bounds the work of an API request (deadline.API).
 	apiBudget time.Duration
 }
@@ -58,8 +63,17 @@ type Options struct {
 	// Gateway received it. Default, and most: deadline.API.
 	APIBudget time.Duration
 	// Policy decides adaptive sharding's raises. Default: the defaults,
-	// bounded by Config.ShardsMax; ignored when that is 0.
+	// bounded by Config.ShardsMax; ignored when that is 0. Its KeyWCU is
+	// also the ceiling the writer paces throttled keys against.
 	Policy *adapt.Policy
+	// Pacer paces the keys DynamoDB throttles. Default: one on the wall
+	// clock, against the Policy's KeyWCU. A test whose partition model
+	// runs on a fast clock gives it that clock.
+	Pacer *pace.Pacer
+	// Sleep waits d of the Pacer's clock, or fails at once when ctx would
+	// end first. Default: backoff.SleepWithin. A test whose clock runs
+	// fast scales d to the wall clock here.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // New returns a Handler writing through client.
@@ -95,7 +109,20 @@ func New(cfg Config, client Client, o Options) *Handler {
 		h.policy.Max = cfg.ShardsMax
 	}
 	h.hours = &shardmap.Hours{Client: client, Table: cfg.Table, Retention: cfg.Retention}
-	h.writer = &writer.Writer{Client: client, Table: cfg.Table, Concurrency: cfg.WriteConcurrency}
+	h.demand = &shardmap.Demand{Client: client, Table: cfg.Table, Retention: cfg.Retention}
+	if h.policy != nil {
+		h.demand.Fresh = 2 * h.policy.WindowOrDefault()
+	}
+	h.writerID = strconv.FormatUint(rand.Uint64(), 36)
+	pacer := o.Pacer
+	if pacer == nil {
+		pacer = &pace.Pacer{}
+		if o.Policy != nil {
+			pacer.KeyWCU = o.Policy.KeyWCU
+		}
+	}
+	h.writer = &writer.Writer{Client: client, Table: cfg.Table, Concurrency: cfg.WriteConcurrency,
+		Pacer: pacer, Sleep: o.Sleep}
 	return h
 }
 

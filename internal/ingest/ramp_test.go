@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/faultproxy"
+	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/internal/syncbuf"
@@ -69,7 +70,7 @@ func TestAdaptiveShardingUnderARamp(t *testing.T) {
 	for _, q := range queues {
 		pol := &adapt.Policy{KeyWCU: bucketing.PartitionWCU / scale, MinItems: 5, MinThrottled: 2, Window: 20 * time.Second}
 		q.h = New(cfg, testdb.Client(t, proxy.URL), Options{
-			Now: clk.now, Policy: pol, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+			Now: clk.now, Sleep: clk.sleep, Policy: pol, Pacer: &pace.Pacer{KeyWCU: pol.KeyWCU, Now: clk.now}, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		})
 	}
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
@@ -32,6 +33,11 @@ func (c *simClock) now() time.Time {
 	return c.start.Add(time.Duration(float64(time.Since(c.real)) * c.speed))
 }
 
+// sleep waits d of the clock: d/speed of the wall clock.
+func (c *simClock) sleep(ctx context.Context, d time.Duration) error {
+	return backoff.SleepWithin(ctx, time.Duration(float64(d)/c.speed))
+}
+
 // rampEvent is one event of the ramp, by its id and time.
 type rampEvent struct {
 	id string
@@ -48,6 +54,7 @@ type shardQueue struct {
 	h       *Handler
 	records []rampEvent
 	next    int // sequence number of records[0]
+	pad     int // bytes of data each event carries beside its id
 }
 
 // deliver invokes the handler once with the queue's head, drops what it
@@ -65,7 +72,7 @@ func (q *shardQueue) deliver(t *testing.T, source string, batch int, timeout tim
 			EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/ramp",
 			EventID:        "shardId-00000000000" + q.name + ":" + seq,
 			Kinesis: events.KinesisRecord{
-				Data:                        eventJSON(source, e.id, e.at),
+				Data:                        q.event(source, e),
 				SequenceNumber:              seq,
 				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: e.at},
 			},
@@ -89,6 +96,18 @@ func (q *shardQueue) deliver(t *testing.T, source string, batch int, timeout tim
 	q.records = q.records[done:]
 	q.next += done
 	return n
+}
+
+// event is the record data of e: eventJSON, with q.pad bytes of data.
+func (q *shardQueue) event(source string, e rampEvent) []byte {
+	if q.pad == 0 {
+		return eventJSON(source, e.id, e.at)
+	}
+	b, _ := json.Marshal(map[string]any{
+		"specversion": "1.0", "id": e.id, "source": source, "type": "test.event",
+		"time": e.at.Format(time.RFC3339Nano), "data": map[string]any{"n": e.id, "pad": strings.Repeat("x", q.pad)},
+	})
+	return b
 }
 
 // verdicts counts the items the partition model judged and held back, by the

@@ -61,7 +61,7 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 	for i := range units {
 		todo[i] = i
 	}
-	h.raise(ctx, units)
+	h.raise(ctx, units, inOrder)
 	for pass := 0; pass < 2 && len(todo) > 0; pass++ {
 		items, idx, err := h.items(ctx, units, todo)
 		if err != nil && st.firstErr == nil {
@@ -73,7 +73,7 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 		}
 		res := write(ctx, items)
 		if pass == 0 {
-			h.observe(units, idx, items, res.Throttled)
+			h.observe(units, idx, items, res, inOrder)
 		}
 		st.requests += res.Requests
 		st.retried += res.Retried

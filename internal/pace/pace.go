@@ -105,8 +105,11 @@ func (p *Pacer) keyWCU() float64 {
 	return bucketing.PartitionWCU
 }
 
+// Time is the pacer's clock now; a nil pacer's is the wall clock.
+func (p *Pacer) Time() time.Time { return p.now() }
+
 func (p *Pacer) now() time.Time {
-	if p.Now != nil {
+	if p != nil && p.Now != nil {
 		return p.Now()
 	}
 	return time.Now()

@@ -57,12 +57,18 @@ type QueryAPI interface {
 func ReadDay(ctx context.Context, c QueryAPI, table string, s bucketing.Stream, day string) (Day, float64, error) {
 	pk := s.MetaPK(day)
 	out, err := c.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 aws.String(table),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": schema.PK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
-		ConsistentRead:            aws.Bool(true),
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		TableName: aws.String(table),
+		// The partition's other items (the demand reports) sort before
+		// the hour index.
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :hours AND :shards"),
+		ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk":     &types.AttributeValueMemberS{Value: pk},
+			":hours":  &types.AttributeValueMemberS{Value: hoursSK},
+			":shards": &types.AttributeValueMemberS{Value: metaSK},
+		},
+		ConsistentRead:         aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
 		return Day{}, 0, fmt.Errorf("read shard record and hour index %s: %w", pk, err)

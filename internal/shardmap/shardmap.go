@@ -183,14 +183,26 @@ func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string)
 	return nil, fmt.Errorf("shard record %s: too many concurrent updates", key)
 }
 
-// Raise records that writers of stream on day must use at least n base-table
-// and g GSI shards, from Lead after now: it appends a step to the day's
-// schedule, unless the schedule already reaches those counts or the step
-// would start after the day. Concurrent raises and configuration changes
-// agree through the record's version: a writer that loses the race reads
-// the record again and raises from what won. The schedule is created first
-// if the day has none. raised says whether this call added the step.
+// Raise records that writers of stream on day (a bucketing.DayLayout
+// string) must use at least n base-table and g GSI shards, from Lead after
+// now, unless the schedule already reaches those counts: it is
+// RaiseUnlessCovered with the counts as their own cover.
 func (r *Registry) Raise(ctx context.Context, s bucketing.Stream, day string, n, g int) (sched bucketing.Schedule, raised bool, err error) {
+	to := bucketing.Step{Shards: n, GSIShards: g}
+	return r.RaiseUnlessCovered(ctx, s, day, to, to)
+}
+
+// RaiseUnlessCovered appends to the schedule of stream on day a step, from
+// Lead after now, with at least to's counts, unless its last step (pending
+// or in effect) already has cover's counts, or the step would start after
+// the day. cover is what the demand that asked for the raise needs at the
+// ceiling, to what it asks with headroom: several writers that measured the
+// same demand end at one step, whichever wins, and a pending raise that
+// carries the demand stops further ones. Concurrent raises agree through
+// the record's version: a writer that loses the race reads the record
+// again and decides on what won. The schedule is created first if the day
+// has none. raised says whether this call added the step.
+func (r *Registry) RaiseUnlessCovered(ctx context.Context, s bucketing.Stream, day string, to, cover bucketing.Step) (sched bucketing.Schedule, raised bool, err error) {
 	if _, err := r.Schedule(ctx, s, day); err != nil {
 		return nil, false, err
 	}
@@ -204,7 +216,10 @@ func (r *Registry) Raise(ctx context.Context, s bucketing.Stream, day string, n,
 		if rec.sched == nil {
 			return nil, false, fmt.Errorf("shard record %s: gone while raising", key)
 		}
-		next := extend(rec.sched, day, bucketing.Step{Shards: n, GSIShards: g}, now)
+		var next bucketing.Schedule
+		if last := rec.sched.Last(); last.Shards < cover.Shards || last.GSIShards < cover.GSIShards {
+			next = extend(rec.sched, day, to, now)
+		}
 		if next == nil {
 			r.remember(key, rec, now)
 			return rec.sched, false, nil

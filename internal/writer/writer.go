@@ -50,13 +50,10 @@ type Writer struct {
 	// Pacer paces the keys DynamoDB throttled; nil retries throttled
 	// items with back-off alone.
 	Pacer *pace.Pacer
-	// Sleep waits d, or fails without waiting when ctx would end first
-	// (backoff.SleepWithin, the default). A test whose clock runs fast
-	// scales d to the wall clock here.
+	// Sleep waits d of the pacer's clock, or fails without waiting when
+	// ctx would end first (backoff.SleepWithin, the default). A test whose
+	// clock runs fast scales d to the wall clock here.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock the pacer's rounds are stamped with; default
-	// time.Now. It must be the pacer's.
-	Now func() time.Time
 }
 
 // Status is the verdict on one item.
@@ -332,7 +329,7 @@ func (w *Writer) attempt(ctx context.Context, items []item.Item, idx, pending []
 		}
 		r.tried[k] = true
 	}
-	sentAt := w.now()
+	sentAt := w.Pacer.Time()
 	out, err := w.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
 		RequestItems:           map[string][]types.WriteRequest{w.Table: reqs},
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
@@ -501,13 +498,6 @@ func (r *batchResult) fail(ks []int, err error) {
 	}
 }
 
-func (w *Writer) now() time.Time {
-	if w.Now != nil {
-		return w.Now()
-	}
-	return time.Now()
-}
-
 func (w *Writer) base() time.Duration {
 	if w.BaseDelay > 0 {
 		return w.BaseDelay
@@ -530,6 +520,10 @@ func keyOf(attrs map[string]types.AttributeValue) [2]string {
 	}
 	return [2]string{pk.Value, sk.Value}
 }
+
+// KeysOf is the partition keys an item writes to, as the pacer knows
+// them.
+func KeysOf(it item.Item) pace.Key { return keyOfItem(it) }
 
 // keyOfItem is the partition keys an item writes to.
 func keyOfItem(it item.Item) pace.Key {

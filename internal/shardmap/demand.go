@@ -1,0 +1,161 @@
+package shardmap
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// demandSK is the sort key of a day's demand reports, beside its shard
+// record. It sorts before "hours" and "shards", so that a reader's Query
+// of the two (ReadDay) leaves it out.
+const demandSK = "demand"
+
+// demandPrefix names a writer's report in the item: "w_<writer>".
+const demandPrefix = "w_"
+
+// Rates are write units a second, base table and GSI.
+type Rates struct {
+	Table, GSI float64
+}
+
+// Demand gathers, for a source that throttles, what each writer measured
+// it asks: every writer (Lambda container) sees only its share of the
+// source's traffic (its Kinesis shard's), so the source's demand is the sum
+// of their reports. A report is one UpdateItem of one small item per
+// (stream, day), whose answer (ReturnValues ALL_NEW) holds every writer's
+// latest report: the sum costs no read. Writers report only while a
+// source throttles and a raise is in question, at most once per decision
+// window each, so the item stays cool (see docs/keys.md), and a report
+// older than Fresh is left out of the sum and removed.
+type Demand struct {
+	Client    HoursAPI
+	Table     string
+	Retention time.Duration // the item lives as long as the day's record
+	Fresh     time.Duration // how old a report may be and count; default a minute
+
+	mu    sync.Mutex
+	stale map[string][]string  // per item: reports seen stale, removed by the next report
+	last  map[string]time.Time // per item: this writer's last report
+}
+
+// Sum is what the writers of a source reported.
+type Sum struct {
+	Rates       // the sum of the fresh reports
+	Writers int // how many writers made them
+	// Again says that this writer had reported within Fresh before: the
+	// other writers have had as long to report as it has. A writer that
+	// decides on its first report would decide on its share alone.
+	Again bool
+}
+
+// Report records that writer measured rates of stream's traffic on day
+// (a bucketing.DayLayout string) at now, and returns what the writers
+// reported, this one included.
+func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer string, rates Rates, now time.Time) (sum Sum, err error) {
+	key := map[string]types.AttributeValue{
+		schema.PK: &types.AttributeValueMemberS{Value: s.MetaPK(day)},
+		schema.SK: &types.AttributeValueMemberS{Value: demandSK},
+	}
+	entry := &types.AttributeValueMemberL{Value: []types.AttributeValue{
+		rate(rates.Table), rate(rates.GSI), &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
+	}}
+	expr := "SET #w = :w"
+	names := map[string]string{"#w": demandPrefix + writer}
+	values := map[string]types.AttributeValue{":w": entry}
+	if t, err := time.Parse(bucketing.DayLayout, day); err == nil && d.Retention > 0 {
+		expr += ", #e = :e"
+		names["#e"] = schema.TTL
+		values[":e"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Add(24*time.Hour+d.Retention).Unix(), 10)}
+	}
+	d.mu.Lock()
+	old := d.stale[s.MetaPK(day)]
+	d.mu.Unlock()
+	var remove []string
+	for i, n := range old {
+		if n == demandPrefix+writer {
+			continue
+		}
+		names["#r"+strconv.Itoa(i)] = n
+		remove = append(remove, "#r"+strconv.Itoa(i))
+	}
+	if len(remove) > 0 {
+		expr += " REMOVE " + strings.Join(remove, ", ")
+	}
+	out, err := d.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(d.Table),
+		Key:                       key,
+		UpdateExpression:          aws.String(expr),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return Sum{}, fmt.Errorf("report demand of %s: %w", s.MetaPK(day), err)
+	}
+	fresh := d.Fresh
+	if fresh <= 0 {
+		fresh = time.Minute
+	}
+	var stale []string
+	for name, v := range out.Attributes {
+		if !strings.HasPrefix(name, demandPrefix) {
+			continue
+		}
+		r, at, ok := decodeReport(v)
+		if !ok || now.Sub(at) > fresh {
+			stale = append(stale, name)
+			continue
+		}
+		sum.Table += r.Table
+		sum.GSI += r.GSI
+		sum.Writers++
+	}
+	// A stale report is left out of every sum, and removed by this
+	// writer's next report of the day: the item holds only writers that
+	// reported lately.
+	d.mu.Lock()
+	if d.stale == nil || len(d.stale) > maxMarked {
+		d.stale, d.last = map[string][]string{}, map[string]time.Time{}
+	}
+	d.stale[s.MetaPK(day)] = stale
+	prev, seen := d.last[s.MetaPK(day)]
+	sum.Again = seen && now.Sub(prev) <= fresh
+	d.last[s.MetaPK(day)] = now
+	d.mu.Unlock()
+	return sum, nil
+}
+
+func rate(f float64) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatFloat(f, 'f', 3, 64)}
+}
+
+// decodeReport reads a writer's report: [table rate, GSI rate, unix time].
+func decodeReport(v types.AttributeValue) (Rates, time.Time, bool) {
+	l, ok := v.(*types.AttributeValueMemberL)
+	if !ok || len(l.Value) != 3 {
+		return Rates{}, time.Time{}, false
+	}
+	var f [3]float64
+	for i, x := range l.Value {
+		n, ok := x.(*types.AttributeValueMemberN)
+		if !ok {
+			return Rates{}, time.Time{}, false
+		}
+		var err error
+		if f[i], err = strconv.ParseFloat(n.Value, 64); err != nil {
+			return Rates{}, time.Time{}, false
+		}
+	}
+	return Rates{f[0], f[1]}, time.Unix(int64(f[2]), 0), true
+}
