@@ -32,10 +32,12 @@ func (c *simClock) now() time.Time {
 	return c.start.Add(time.Duration(float64(time.Since(c.real)) * c.speed))
 }
 
-// rampEvent is one event of the ramp, by its id and time.
+// rampEvent is one event of the ramp, by its id and time, and its source
+// when it is not the queue's.
 type rampEvent struct {
-	id string
-	at time.Time
+	id     string
+	at     time.Time
+	source string
 }
 
 // shardQueue plays one Kinesis shard and its event source mapping with
@@ -60,12 +62,16 @@ func (q *shardQueue) deliver(t *testing.T, source string, batch int, timeout tim
 	var ev events.KinesisEvent
 	for i, e := range q.records[:n] {
 		seq := fmt.Sprintf("%s%039d", q.name, q.next+i)
+		src := source
+		if e.source != "" {
+			src = e.source
+		}
 		ev.Records = append(ev.Records, events.KinesisEventRecord{
 			EventSource:    "aws:kinesis",
 			EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/ramp",
 			EventID:        "shardId-00000000000" + q.name + ":" + seq,
 			Kinesis: events.KinesisRecord{
-				Data:                        eventJSON(source, e.id, e.at),
+				Data:                        eventJSON(src, e.id, e.at),
 				SequenceNumber:              seq,
 				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: e.at},
 			},
