@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -193,7 +194,9 @@ func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours [][24]in
 }
 
 // schedule looks up the schedule of k and, for an event stream, marks the
-// hours of its day that the batch writes in, both at once.
+// hours of its day that the batch writes in, both at once; and, for a
+// source this container writes busily now, the next hour ahead of time
+// (shardmap.Hours.Ahead), beside the lookup.
 func (h *Handler) schedule(ctx context.Context, k schedKey, hours [24]int32) resolved {
 	day := k.start().Format(bucketing.DayLayout)
 	var markErr error
@@ -202,7 +205,15 @@ func (h *Handler) schedule(ctx context.Context, k schedKey, hours [24]int32) res
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			markErr = h.hours.Mark(ctx, k.stream, day, hours)
+			if markErr = h.hours.Mark(ctx, k.stream, day, hours); markErr != nil {
+				return
+			}
+			if now := h.now(); k.day == dayNumber(now) && hours[now.UTC().Hour()] > 0 {
+				if err := h.hours.Ahead(ctx, k.stream, now); err != nil {
+					// The hour is marked when it comes, as without Ahead.
+					h.log.Warn("mark the next hour ahead", slog.String("error", err.Error()))
+				}
+			}
 		}()
 	}
 	s, err := h.registry.Schedule(ctx, k.stream, day)

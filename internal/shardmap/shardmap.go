@@ -314,7 +314,13 @@ func (r *Registry) readDay(ctx context.Context, s bucketing.Stream, day string, 
 }
 
 // readPrevious reads the shard record and hour index of stream on prevDay,
-// both at once.
+// both at once, and eventually consistent: half the read units of a
+// strongly consistent read, which matters at midnight, when every
+// container that writes a source reads its previous day at once. A day's
+// schedule changes no more once the day is within Lead of its end (no step
+// may start after the day), and the next day's record is created no sooner
+// than cloudevent.MaxFuture before the next day begins, minutes later: a
+// read a second stale sees the final schedule.
 func (r *Registry) readPrevious(ctx context.Context, s bucketing.Stream, prevDay string) (previous, error) {
 	var rec record
 	var hours *dynamodb.GetItemOutput
@@ -323,7 +329,7 @@ func (r *Registry) readPrevious(ctx context.Context, s bucketing.Stream, prevDay
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		rec, recErr = r.read(ctx, s.MetaPK(prevDay))
+		rec, recErr = r.get(ctx, s.MetaPK(prevDay), false)
 	}()
 	hours, hoursErr = r.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.Table), Key: HoursKey(s, prevDay)})
 	wg.Wait()
