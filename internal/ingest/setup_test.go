@@ -119,7 +119,7 @@ func chain(calls []call) int {
 func TestNewSourcesSetUpInParallel(t *testing.T) {
 	const (
 		sources = 2 * lookups
-		lag     = 20 * time.Millisecond
+		lag     = 50 * time.Millisecond
 	)
 	table := testdb.Table(t)
 	endpoint := testdb.Endpoint(t)
