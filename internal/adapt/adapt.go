@@ -113,9 +113,11 @@ type Policy struct {
 	sums map[string][2]summed // the last two sums ForDemand kept, a window or more apart, per source
 }
 
-// summed is a source's demand as the writers' sum gave it at a time.
+// summed is a source's demand as the writers' sum gave it at a time,
+// under counts.
 type summed struct {
 	at     time.Time
+	under  Counts
 	demand shardmap.Rates
 }
 
@@ -302,7 +304,7 @@ func (p *Policy) Latest(source string) time.Time {
 // writers' measures were summed, for the log.
 func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, demand shardmap.Rates, writers int) (Decision, bool) {
 	reason := "throttled"
-	if ahead, ok := p.rising(source, now, demand); ok {
+	if ahead, ok := p.rising(source, now, cur, demand); ok {
 		demand, reason = ahead, "throttled, rising"
 	}
 	d := Decision{Demand: max(demand.Table, demand.GSI)}
@@ -336,7 +338,7 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 // sum it remembers, and when the last three sums rose by TrendRise or more
 // each (a ramp, not a step), returns demand continued linearly to the
 // horizon, at most MaxGrowth times.
-func (p *Policy) rising(source string, now time.Time, demand shardmap.Rates) (shardmap.Rates, bool) {
+func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardmap.Rates) (shardmap.Rates, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.sums == nil || len(p.sums) > 1<<16 {
@@ -344,11 +346,13 @@ func (p *Policy) rising(source string, now time.Time, demand shardmap.Rates) (sh
 	}
 	prev, ok := p.sums[source]
 	dt := now.Sub(prev[1].at)
-	if ok && dt < p.window() {
+	if ok && dt < p.window() && prev[1].under == cur {
 		return demand, false // too soon to tell a rise: keep the older sums
 	}
-	p.sums[source] = [2]summed{prev[1], {now, demand}}
-	if !ok || prev[0].at.IsZero() || now.Sub(prev[0].at) > 4*p.window() {
+	p.sums[source] = [2]summed{prev[1], {now, cur, demand}}
+	// Sums read under other counts measured other keys: a rise across a
+	// raise is the backlog the raise let through.
+	if !ok || prev[0].at.IsZero() || now.Sub(prev[0].at) > 4*p.window() || prev[0].under != cur || prev[1].under != cur {
 		return demand, false
 	}
 	horizon := p.Horizon
@@ -460,6 +464,11 @@ func (p *Policy) view(source string, now time.Time, cur Counts) (v view, ok bool
 // target utilisation, what a raise asks for.
 func (p *Policy) rateNeed(v view, d Decision, over float64) (need, cover Counts) {
 	half := p.slots() / 2
+	if !v.sum.Latest.IsZero() && (over > MinOver || over < 1/MinOver) {
+		// A writer behind, or draining a backlog, sees what its keys
+		// take, not the source's rate: for Measure, or for nobody.
+		return Counts{}, Counts{}
+	}
 	demand := over * d.Rate
 	if a, ok := p.arrival(v.seen, half); ok {
 		demand = a

@@ -1,7 +1,10 @@
 // Package catalog keeps the list of sources that wrote events on each UTC
 // day, for GET /v1/sources: one small item per (source, day), written once,
-// when the day's shard record is created, and read one day-partition at a
-// time in the bytewise order of the sources.
+// when the day's shard record is created, in one of the day's
+// bucketing.CatalogShards partitions (a hash of the source picks it, so
+// that the midnight start of every source heats no key), and read back by
+// merging the day's partitions in the bytewise order of the sources
+// (docs/keys.md).
 package catalog
 
 import (
@@ -24,11 +27,12 @@ type WriteAPI interface {
 }
 
 // Record notes that source wrote events on day (a bucketing.DayLayout
-// string). It is idempotent: the item is the same however often it is
-// written. expires is when the entry may go, or zero for never.
+// string), in the day's partition bucketing.CatalogShard picks. It is
+// idempotent: the item is the same however often it is written. expires is
+// when the entry may go, or zero for never.
 func Record(ctx context.Context, c WriteAPI, table, source, day string, expires time.Time) error {
 	item := map[string]types.AttributeValue{
-		schema.PK: &types.AttributeValueMemberS{Value: bucketing.CatalogPK(day)},
+		schema.PK: &types.AttributeValueMemberS{Value: bucketing.CatalogPK(day, bucketing.CatalogShard(source))},
 		schema.SK: &types.AttributeValueMemberS{Value: source},
 	}
 	if !expires.IsZero() {

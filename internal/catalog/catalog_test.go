@@ -5,14 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -135,5 +141,142 @@ func TestOneEntryPerSourceAndDay(t *testing.T) {
 	got, _ := listAll(t, table, days(3), 10)
 	if len(got) != 1 || !reflect.DeepEqual(got[0].Days, days(2)) {
 		t.Errorf("got %+v", got)
+	}
+}
+
+// legacy writes source's entry of day where releases before the sharded
+// catalogue wrote it: the day's one partition.
+func legacy(t *testing.T, table, source, day string) {
+	t.Helper()
+	_, err := testdb.Client(t, testdb.Endpoint(t)).PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(table),
+		Item: map[string]types.AttributeValue{
+			schema.PK: &types.AttributeValueMemberS{Value: bucketing.LegacyCatalogPK(day)},
+			schema.SK: &types.AttributeValueMemberS{Value: source},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestListSeesBothLayouts: while a deploy runs, containers of the old code
+// list sources in the day's one partition and containers of the new code
+// in its shards; afterwards, the days before it stay in the old layout. A
+// reader lists every source once, with the days of both layouts merged.
+func TestListSeesBothLayouts(t *testing.T) {
+	table := testdb.Table(t)
+	ds := days(3)
+	want := write(t, table, map[string][]int{"new": {0}, "both": {0, 1}, "a#b": {1}})
+	for src, dd := range map[string][]string{"old": {ds[0], ds[1]}, "both": {ds[0], ds[2]}, "a%23b": {ds[2]}, "a#b": {ds[1]}} {
+		for _, d := range dd {
+			legacy(t, table, src, d)
+			if !slices.Contains(want[src], d) {
+				want[src] = append(want[src], d)
+			}
+		}
+		sort.Strings(want[src])
+	}
+	for _, limit := range []int{1, 2, 1000} {
+		got, pages := listAll(t, table, ds, limit)
+		var names []string
+		for _, e := range got {
+			names = append(names, e.Source)
+			if !reflect.DeepEqual(e.Days, want[e.Source]) {
+				t.Errorf("limit %d: %q days %v, want %v", limit, e.Source, e.Days, want[e.Source])
+			}
+		}
+		if w := []string{"a#b", "a%23b", "both", "new", "old"}; !reflect.DeepEqual(names, w) {
+			t.Errorf("limit %d: %d pages of %q, want %q", limit, pages, names, w)
+		}
+	}
+}
+
+// TestPagesAreTheSortedListCut: a page is the next limit sources of the
+// one sorted list of every day's sources, whichever partitions they lie
+// in, as when the catalogue had one partition a day: full pages, the
+// cursor at the last source of each, an empty cursor on the last.
+func TestPagesAreTheSortedListCut(t *testing.T) {
+	table := testdb.Table(t)
+	client := testdb.Client(t, testdb.Endpoint(t))
+	ds := days(3)
+	seen := map[string]bool{}
+	var all []string
+	for i := range 300 {
+		src := fmt.Sprintf("svc-%03d/%x", i, i*7919%1000)
+		for d, day := range ds {
+			if (i+d)%3 == 0 {
+				continue // not every source every day
+			}
+			var err error
+			if i%10 == 0 {
+				legacy(t, table, src, day)
+			} else {
+				err = catalog.Record(context.Background(), client, table, src, day, time.Time{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !seen[src] {
+				seen[src] = true
+				all = append(all, src)
+			}
+		}
+	}
+	sort.Strings(all)
+	for _, limit := range []int{7, 64, 1000} {
+		after, n := "", 0
+		for {
+			p, err := catalog.List(context.Background(), client, table, ds, after, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := all[n:min(n+limit, len(all))]
+			var got []string
+			for _, e := range p.Entries {
+				got = append(got, e.Source)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("limit %d, page after %q: %d sources %q..., want %d", limit, after, len(got), got[:min(3, len(got))], len(want))
+			}
+			n += len(got)
+			if n == len(all) {
+				if p.Next != "" {
+					t.Errorf("limit %d: last page's cursor %q, want none", limit, p.Next)
+				}
+				break
+			}
+			if p.Next != got[len(got)-1] {
+				t.Fatalf("limit %d: cursor %q, want the page's last source %q", limit, p.Next, got[len(got)-1])
+			}
+			after = p.Next
+		}
+	}
+}
+
+// TestEntriesAreSpread: the ingest handler lists each source in the
+// partition its hash picks, never in the day's old single partition.
+func TestEntriesAreSpread(t *testing.T) {
+	table := testdb.Table(t)
+	plan := map[string][]int{}
+	for _, s := range awkward {
+		plan[s] = []int{0}
+	}
+	write(t, table, plan)
+	shards := map[int]bool{}
+	for _, it := range testdb.Scan(t, testdb.Client(t, testdb.Endpoint(t)), table) {
+		pk := it[schema.PK].(*types.AttributeValueMemberS).Value
+		if !strings.HasPrefix(pk, "S#") {
+			continue
+		}
+		src := it[schema.SK].(*types.AttributeValueMemberS).Value
+		day, shard, err := bucketing.ParseCatalogPK(pk)
+		if err != nil || day != days(1)[0] || shard != bucketing.CatalogShard(src) {
+			t.Errorf("%q listed under %q: day %q shard %d %v", src, pk, day, shard, err)
+		}
+		shards[shard] = true
+	}
+	if len(shards) < 6 {
+		t.Errorf("%d sources in %d catalogue partitions", len(awkward), len(shards))
 	}
 }

@@ -3,7 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -35,89 +35,157 @@ type Page struct {
 	RCU      float64
 }
 
-// dayRead is what one day's partition gave: its sources in order, and
-// whether there are more after the last.
-type dayRead struct {
-	sources   []string
-	truncated bool
-	rcu       float64
-	err       error
-}
+// concurrency bounds the catalogue reads a page has in flight.
+const concurrency = 32
 
 // List lists the sources that wrote on any of days (DayLayout strings, in
 // order), those bytewise after after, at most limit of them, each once with
 // its days.
 //
-// It reads up to limit sources from each day's partition. A day that has
-// more than that bounds the page: only sources up to the smallest such
-// day's last are certain to have all their days known, so the page stops
-// there and the next one starts after it. A page may so hold fewer than
-// limit sources and still have a Next; paging returns every source once.
+// A day's sources lie in bucketing.CatalogShards partitions, and in the
+// one partition of the releases before the catalogue was spread
+// (bucketing.LegacyCatalogPK), each in bytewise order. List merges all of
+// them, every day's, as one sorted list: it reads each partition a chunk
+// at a time, reads a partition's next chunk only once the merge has used
+// the last, and stops once it has limit sources. A page so holds the next
+// limit sources after after, or all that are left; paging returns every
+// source once, whichever layout its entries were written in.
 func List(ctx context.Context, c ReadAPI, table string, days []string, after string, limit int) (Page, error) {
-	reads := readDays(ctx, c, table, days, after, limit)
-	p := Page{Requests: len(days)}
-	bound, bounded := "", false
-	for i, r := range reads {
-		if r.err != nil {
-			return Page{}, fmt.Errorf("list sources of %s: %w", days[i], r.err)
+	parts := partitions(days, limit)
+	var p Page
+	for len(p.Entries) < limit {
+		if err := fill(ctx, c, table, parts, after, &p); err != nil {
+			return Page{}, err
 		}
-		p.RCU += r.rcu
-		if r.truncated && len(r.sources) > 0 {
-			if last := r.sources[len(r.sources)-1]; !bounded || last < bound {
-				bound, bounded = last, true
-			}
+		e, ok := next(parts, days)
+		if !ok {
+			return p, nil
 		}
+		p.Entries = append(p.Entries, e)
 	}
-	byDay := map[string][]string{}
-	for i, r := range reads {
-		for _, s := range r.sources {
-			if bounded && s > bound {
-				break
-			}
-			byDay[s] = append(byDay[s], days[i])
+	for _, pt := range parts {
+		if len(pt.buf) > 0 || !pt.done {
+			p.Next = p.Entries[len(p.Entries)-1].Source
+			break
 		}
-	}
-	for s, d := range byDay {
-		p.Entries = append(p.Entries, Entry{Source: s, Days: d})
-	}
-	sort.Slice(p.Entries, func(i, j int) bool { return p.Entries[i].Source < p.Entries[j].Source })
-	switch {
-	case len(p.Entries) > limit:
-		p.Entries = p.Entries[:limit]
-		p.Next = p.Entries[limit-1].Source
-	case bounded:
-		p.Next = bound
 	}
 	return p, nil
 }
 
-// readDays reads every day's partition at once, a few at a time.
-func readDays(ctx context.Context, c ReadAPI, table string, days []string, after string, limit int) []dayRead {
-	out := make([]dayRead, len(days))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
+// part is one catalogue partition being read in order.
+type part struct {
+	day   int    // index in the days listed
+	pk    string // the partition key
+	buf   []string
+	start map[string]types.AttributeValue // where the next read starts; nil for the first
+	done  bool                            // nothing left to read
+	chunk int32                           // sources the next read asks for
+}
+
+// partitions lists the partitions of days. A sharded partition holds about
+// a sixteenth of a day's sources, so its first read asks for a little more
+// than a sixteenth of the page; the legacy partition held all of a day's,
+// so it asks for the page.
+func partitions(days []string, limit int) []*part {
+	shardChunk := int32(min(limit, limit*3/(2*bucketing.CatalogShards)+8))
+	var out []*part
 	for i, day := range days {
+		out = append(out, &part{day: i, pk: bucketing.LegacyCatalogPK(day), chunk: int32(limit)})
+		for s := range bucketing.CatalogShards {
+			out = append(out, &part{day: i, pk: bucketing.CatalogPK(day, s), chunk: shardChunk})
+		}
+	}
+	return out
+}
+
+// next takes the smallest source left in parts, with the days of every
+// partition that holds it. Every partition that may hold more has a
+// source buffered (fill), so the smallest buffered one is the smallest
+// left.
+func next(parts []*part, days []string) (Entry, bool) {
+	var src string
+	found := false
+	for _, pt := range parts {
+		if len(pt.buf) > 0 && (!found || pt.buf[0] < src) {
+			src, found = pt.buf[0], true
+		}
+	}
+	if !found {
+		return Entry{}, false
+	}
+	var idx []int
+	for _, pt := range parts {
+		if len(pt.buf) > 0 && pt.buf[0] == src {
+			pt.buf = pt.buf[1:]
+			idx = append(idx, pt.day)
+		}
+	}
+	slices.Sort(idx)
+	e := Entry{Source: src}
+	for _, i := range slices.Compact(idx) {
+		e.Days = append(e.Days, days[i])
+	}
+	return e, true
+}
+
+// fill reads the next chunk of every partition that has none buffered and
+// may hold more, all at once, a few at a time, until each has a source
+// buffered or is read to its end.
+func fill(ctx context.Context, c ReadAPI, table string, parts []*part, after string, p *Page) error {
+	for {
+		var todo []*part
+		for _, pt := range parts {
+			if len(pt.buf) == 0 && !pt.done {
+				todo = append(todo, pt)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		if err := readAll(ctx, c, table, todo, after, p); err != nil {
+			return err
+		}
+	}
+}
+
+// readAll reads the next chunk of each of todo at once, a few at a time.
+func readAll(ctx context.Context, c ReadAPI, table string, todo []*part, after string, p *Page) error {
+	rcu := make([]float64, len(todo))
+	errs := make([]error, len(todo))
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for i, pt := range todo {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i] = readDay(ctx, c, table, day, after, limit)
+			rcu[i], errs[i] = pt.read(ctx, c, table, after)
 		}()
 	}
 	wg.Wait()
-	return out
+	p.Requests += len(todo)
+	for i, pt := range todo {
+		p.RCU += rcu[i]
+		if errs[i] != nil {
+			return fmt.Errorf("list sources of %s: %w", pt.pk, errs[i])
+		}
+	}
+	return nil
 }
 
-func readDay(ctx context.Context, c ReadAPI, table, day, after string, limit int) dayRead {
+// read reads the partition's next chunk of sources after after, and
+// doubles the chunk for the read after it.
+func (pt *part) read(ctx context.Context, c ReadAPI, table, after string) (float64, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(table),
 		KeyConditionExpression:   aws.String("#pk = :pk"),
 		ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: bucketing.CatalogPK(day)},
+			":pk": &types.AttributeValueMemberS{Value: pt.pk},
 		},
 		ProjectionExpression:   aws.String("#sk"),
-		Limit:                  aws.Int32(int32(limit)),
+		Limit:                  aws.Int32(pt.chunk),
+		ExclusiveStartKey:      pt.start,
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
 	if after != "" {
@@ -126,16 +194,18 @@ func readDay(ctx context.Context, c ReadAPI, table, day, after string, limit int
 	}
 	out, err := c.Query(ctx, in)
 	if err != nil {
-		return dayRead{err: err}
+		return 0, err
 	}
-	r := dayRead{truncated: out.LastEvaluatedKey != nil}
-	if out.ConsumedCapacity != nil && out.ConsumedCapacity.CapacityUnits != nil {
-		r.rcu = *out.ConsumedCapacity.CapacityUnits
+	var rcu float64
+	if out.ConsumedCapacity != nil {
+		rcu = aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
 	}
 	for _, it := range out.Items {
 		if v, ok := it[schema.SK].(*types.AttributeValueMemberS); ok {
-			r.sources = append(r.sources, v.Value)
+			pt.buf = append(pt.buf, v.Value)
 		}
 	}
-	return r
+	pt.start, pt.done = out.LastEvaluatedKey, out.LastEvaluatedKey == nil
+	pt.chunk = min(2*pt.chunk, MaxLimit)
+	return rcu, nil
 }

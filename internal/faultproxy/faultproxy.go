@@ -51,6 +51,22 @@ type Request struct {
 	Op   string // the DynamoDB operation, such as "BatchWriteItem"
 	Body []byte
 	N    int64 // 1 for the first request of this Op through the proxy, and so on
+
+	// meter is how the partition model (Partitions) asks the proxy for
+	// what a Rule's two answers cannot say; nil outside the proxy.
+	meter *meter
+}
+
+// meter is what a Rule asked of the proxy besides its answer.
+type meter struct {
+	// refuseWhole: a BatchWriteItem whose every write request is held is
+	// answered ProvisionedThroughputExceededException, as DynamoDB
+	// answers one of which nothing could be written, rather than 200 with
+	// all of it unprocessed.
+	refuseWhole bool
+	// consumed, when set, is given the answer of the forwarded request,
+	// which the proxy asks to report its consumed capacity per index.
+	consumed func(status int, body []byte)
 }
 
 // Rule decides the fate of a request. Returning a Fault answers with it;
@@ -59,8 +75,8 @@ type Request struct {
 // returning neither forwards the request untouched.
 type Rule func(Request) (*Fault, Hold)
 
-// Hold picks write requests (by their item, as DynamoDB JSON) to leave
-// unprocessed.
+// Hold picks write requests to leave unprocessed, by their item (a
+// PutRequest) or their key (a DeleteRequest), as DynamoDB JSON.
 type Hold func(item map[string]json.RawMessage) bool
 
 // Proxy is a running fault-injecting proxy.
@@ -167,8 +183,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	var fault *Fault
 	var hold Hold
+	m := &meter{}
 	if rule != nil {
-		fault, hold = rule(Request{Op: op, Body: body, N: count})
+		fault, hold = rule(Request{Op: op, Body: body, N: count, meter: m})
 	}
 	if fault == Reset {
 		p.Faults.Add(1)
@@ -182,25 +199,54 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if fault != nil {
 		p.Faults.Add(1)
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		w.WriteHeader(fault.Status)
-		fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"injected by faultproxy"}`, fault.Code)
+		writeFault(w, fault)
 		return
 	}
 	if hold != nil && op == "BatchWriteItem" {
-		p.partial(w, r, body, hold)
+		p.partial(w, r, body, hold, m.refuseWhole)
 		return
 	}
 	if entryFault != nil && op == "PutRecords" && isKinesis(r) {
 		p.putRecords(w, r, body, count, entryFault)
 		return
 	}
+	if m.consumed != nil {
+		p.metered(w, r, body, m.consumed)
+		return
+	}
 	p.forward(w, r, body, nil)
+}
+
+// writeFault answers with a fault in DynamoDB's JSON protocol.
+func writeFault(w http.ResponseWriter, f *Fault) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.WriteHeader(f.Status)
+	fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"injected by faultproxy"}`, f.Code)
+}
+
+// metered forwards a single-item write asking DynamoDB for its consumed
+// capacity per index, and gives the answer to consumed. The answer goes
+// back unchanged: a caller that did not ask for the capacity ignores it.
+func (p *Proxy) metered(w http.ResponseWriter, r *http.Request, body []byte, consumed func(int, []byte)) {
+	var in map[string]json.RawMessage
+	if json.Unmarshal(body, &in) == nil {
+		in["ReturnConsumedCapacity"] = json.RawMessage(`"INDEXES"`)
+		if b, err := json.Marshal(in); err == nil {
+			body = b
+		}
+	}
+	p.forwardObserved(w, r, body, nil, consumed)
 }
 
 // forward sends the request on; rewrite, when set, may change the response
 // body (and then the CRC header, which would no longer match, is dropped).
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, rewrite func([]byte) []byte) {
+	p.forwardObserved(w, r, body, rewrite, nil)
+}
+
+// forwardObserved is forward that also shows observe the answer's status
+// and body, as they go back to the caller.
+func (p *Proxy) forwardObserved(w http.ResponseWriter, r *http.Request, body []byte, rewrite func([]byte) []byte, observe func(int, []byte)) {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(p.target)
@@ -209,20 +255,23 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, rew
 		// A client that gives up mid-request (a deadline test) is expected.
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
-	if rewrite != nil {
+	if rewrite != nil || observe != nil {
 		rp.ModifyResponse = func(resp *http.Response) error {
 			b, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if err != nil {
 				return err
 			}
-			if resp.StatusCode == http.StatusOK {
+			if observe != nil {
+				observe(resp.StatusCode, b)
+			}
+			if rewrite != nil && resp.StatusCode == http.StatusOK {
 				b = rewrite(b)
+				resp.Header.Del("X-Amz-Crc32")
 			}
 			resp.Body = io.NopCloser(bytes.NewReader(b))
 			resp.ContentLength = int64(len(b))
 			resp.Header.Set("Content-Length", fmt.Sprint(len(b)))
-			resp.Header.Del("X-Amz-Crc32")
 			return nil
 		}
 	}
@@ -240,12 +289,29 @@ type writeRequest struct {
 	PutRequest *struct {
 		Item map[string]json.RawMessage `json:"Item"`
 	} `json:"PutRequest"`
+	DeleteRequest *struct {
+		Key map[string]json.RawMessage `json:"Key"`
+	} `json:"DeleteRequest"`
+}
+
+// attrs is what a Hold judges a write request by: a put's item, a
+// delete's key.
+func (wr writeRequest) attrs() map[string]json.RawMessage {
+	switch {
+	case wr.PutRequest != nil:
+		return wr.PutRequest.Item
+	case wr.DeleteRequest != nil:
+		return wr.DeleteRequest.Key
+	}
+	return nil
 }
 
 // partial forwards the write requests hold does not pick and adds the
-// others to the answer's UnprocessedItems. The request is signed, but
-// DynamoDB Local does not check signatures, so the body can change.
-func (p *Proxy) partial(w http.ResponseWriter, r *http.Request, body []byte, hold Hold) {
+// others to the answer's UnprocessedItems; with refuseWhole, a request of
+// which it holds everything is answered ProvisionedThroughputExceeded. The
+// request is signed, but DynamoDB Local does not check signatures, so the
+// body can change.
+func (p *Proxy) partial(w http.ResponseWriter, r *http.Request, body []byte, hold Hold, refuseWhole bool) {
 	var in batchWrite
 	if err := json.Unmarshal(body, &in); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -256,7 +322,7 @@ func (p *Proxy) partial(w http.ResponseWriter, r *http.Request, body []byte, hol
 	for table, reqs := range in.RequestItems {
 		for _, raw := range reqs {
 			var wr writeRequest
-			if json.Unmarshal(raw, &wr) == nil && wr.PutRequest != nil && hold(wr.PutRequest.Item) {
+			if json.Unmarshal(raw, &wr) == nil && wr.attrs() != nil && hold(wr.attrs()) {
 				held[table] = append(held[table], raw)
 				p.Held.Add(1)
 				continue
@@ -265,6 +331,11 @@ func (p *Proxy) partial(w http.ResponseWriter, r *http.Request, body []byte, hol
 		}
 	}
 	unprocessed, _ := json.Marshal(held)
+	if len(fwd.RequestItems) == 0 && len(held) > 0 && refuseWhole {
+		p.Faults.Add(1)
+		writeFault(w, Throttled)
+		return
+	}
 	if len(fwd.RequestItems) == 0 {
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		fmt.Fprintf(w, `{"UnprocessedItems":%s}`, unprocessed)

@@ -53,12 +53,12 @@ func TestThrottledSourceIsRaised(t *testing.T) {
 		for ; made < min(now.Sub(start), time.Minute); made += 100 * time.Millisecond {
 			at := start.Add(made)
 			for i := range 4 { // 40 events a second: twice the GSI key's 20
-				e := rampEvent{fmt.Sprintf("h-%05d", len(want)), at.Add(time.Duration(i) * 25 * time.Millisecond)}
+				e := rampEvent{id: fmt.Sprintf("h-%05d", len(want)), at: at.Add(time.Duration(i) * 25 * time.Millisecond)}
 				hot.records = append(hot.records, e)
 				want[[2]string{"hot", e.id}] = true
 			}
 			if made%time.Second == 0 {
-				e := rampEvent{fmt.Sprintf("c-%05d", len(want)), at}
+				e := rampEvent{id: fmt.Sprintf("c-%05d", len(want)), at: at}
 				calm.records = append(calm.records, e)
 				want[[2]string{"calm", e.id}] = true
 			}

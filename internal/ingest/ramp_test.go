@@ -93,7 +93,7 @@ func TestAdaptiveShardingUnderARamp(t *testing.T) {
 		due -= float64(k)
 		for i := range k {
 			at := start.Add(last + (now-last)*time.Duration(i)/time.Duration(k))
-			e := rampEvent{fmt.Sprintf("ev-%06d", len(all)), at.Truncate(time.Millisecond)}
+			e := rampEvent{id: fmt.Sprintf("ev-%06d", len(all)), at: at.Truncate(time.Millisecond)}
 			q := queues[len(all)%len(queues)]
 			q.records = append(q.records, e)
 			all = append(all, e)

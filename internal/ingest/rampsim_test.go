@@ -38,10 +38,12 @@ func (c *simClock) sleep(ctx context.Context, d time.Duration) error {
 	return backoff.SleepWithin(ctx, time.Duration(float64(d)/c.speed))
 }
 
-// rampEvent is one event of the ramp, by its id and time.
+// rampEvent is one event of the ramp, by its id and time, and its source
+// when it is not the queue's.
 type rampEvent struct {
-	id string
-	at time.Time
+	id     string
+	at     time.Time
+	source string
 }
 
 // shardQueue plays one Kinesis shard and its event source mapping with
@@ -67,12 +69,16 @@ func (q *shardQueue) deliver(t *testing.T, source string, batch int, timeout tim
 	var ev events.KinesisEvent
 	for i, e := range q.records[:n] {
 		seq := fmt.Sprintf("%s%039d", q.name, q.next+i)
+		src := source
+		if e.source != "" {
+			src = e.source
+		}
 		ev.Records = append(ev.Records, events.KinesisEventRecord{
 			EventSource:    "aws:kinesis",
 			EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/ramp",
 			EventID:        "shardId-00000000000" + q.name + ":" + seq,
 			Kinesis: events.KinesisRecord{
-				Data:                        q.event(source, e),
+				Data:                        q.event(src, e),
 				SequenceNumber:              seq,
 				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: e.at},
 			},

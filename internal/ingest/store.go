@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -143,17 +144,24 @@ type resolved struct {
 	err   error
 }
 
-// schedules looks up the schedule of every key, the streams at most 16 at
-// a time. Each lookup writes only its own slot of a slice sized before any
-// starts: with a warm cache the lookups finish while others are still being
+// lookups bounds the streams whose schedules one batch looks up at once.
+// A stream new today takes three requests one after another (see
+// shardmap.Registry.Schedule), and a batch of 500 new sources is 500 of
+// them: 64 at a time is eight waves, well under a second on DynamoDB.
+const lookups = 64
+
+// schedules looks up the schedule of every key, lookups streams at a time.
+// Each lookup writes only its own slot of a slice sized before any starts:
+// with a warm cache the lookups finish while others are still being
 // started, so nothing they write may be shared with the loop that starts
 // them.
 //
-// For an event stream it then marks, in the day's hour index, the hours the
+// For an event stream it also marks, in the day's hour index, the hours the
 // batch writes in (hours[i], the batch's events per UTC hour, for keys[i]),
-// before any of those events is written: a reader skips an hour without a
-// marker. A stream's days go one after another, oldest first: a day's
-// record is created from what its previous day's record and hour index say
+// at the same time as it looks the schedule up, and before any of those
+// events is written: a reader skips an hour without a marker. A stream's
+// days go one after another, oldest first: a day's record is created from
+// what its previous day's record and hour index say
 // (shardmap.Registry.Schedule), so a batch that spans both marks the
 // earlier day before it creates the later one, and the outcome does not
 // depend on which lookup ran first.
@@ -168,7 +176,7 @@ func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours [][24]in
 		byStream[k.stream] = append(byStream[k.stream], i)
 	}
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	sem := make(chan struct{}, lookups)
 	for _, st := range streams {
 		idx := byStream[st]
 		sort.Slice(idx, func(a, b int) bool { return keys[idx[a]].day < keys[idx[b]].day })
@@ -177,20 +185,43 @@ func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours [][24]in
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			for _, i := range idx {
-				k := keys[i]
-				day := k.start().Format(bucketing.DayLayout)
-				s, err := h.registry.Schedule(ctx, k.stream, day)
-				if err != nil {
-					err = fmt.Errorf("shard schedule of %s on %s: %w", k.stream.MetaPK(day), day, err)
-				} else if k.stream.Space == bucketing.Events {
-					err = h.hours.Mark(ctx, k.stream, day, hours[i])
-				}
-				out[i] = resolved{s, err}
+				out[i] = h.schedule(ctx, keys[i], hours[i])
 			}
 		}()
 	}
 	wg.Wait()
 	return out
+}
+
+// schedule looks up the schedule of k and, for an event stream, marks the
+// hours of its day that the batch writes in, both at once; and, for a
+// source this container writes busily now, the next hour ahead of time
+// (shardmap.Hours.Ahead), beside the lookup.
+func (h *Handler) schedule(ctx context.Context, k schedKey, hours [24]int32) resolved {
+	day := k.start().Format(bucketing.DayLayout)
+	var markErr error
+	var wg sync.WaitGroup
+	if k.stream.Space == bucketing.Events {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if markErr = h.hours.Mark(ctx, k.stream, day, hours); markErr != nil {
+				return
+			}
+			if now := h.now(); k.day == dayNumber(now) && hours[now.UTC().Hour()] > 0 {
+				if err := h.hours.Ahead(ctx, k.stream, now); err != nil {
+					// The hour is marked when it comes, as without Ahead.
+					h.log.Warn("mark the next hour ahead", slog.String("error", err.Error()))
+				}
+			}
+		}()
+	}
+	s, err := h.registry.Schedule(ctx, k.stream, day)
+	wg.Wait()
+	if err != nil {
+		return resolved{nil, fmt.Errorf("shard schedule of %s on %s: %w", k.stream.MetaPK(day), day, err)}
+	}
+	return resolved{s, markErr}
 }
 
 // items builds the items for units[todo], resolving the shard schedule of

@@ -3,6 +3,7 @@ package shardmap
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +45,13 @@ func HoursKey(s bucketing.Stream, day string) map[string]types.AttributeValue {
 // idempotent, and a container remembers what it marked. A marker is written
 // before the first event of its hour, so a reader that finds no marker for
 // an hour may skip it.
+//
+// A source that every container writes would have every container mark
+// its next hour in that hour's first second: at the scale shardline claims
+// a fleet of 2,000 containers, 2,000 writes in a second on one key, twice a
+// partition's ceiling. So a container that writes a source busily marks its
+// next hour ahead of time (Ahead), at a moment of its own in the hour's
+// last AheadFor, and the fleet's marks of the source spread over it.
 type Hours struct {
 	Client    HoursAPI
 	Table     string
@@ -51,7 +59,14 @@ type Hours struct {
 
 	mu     sync.Mutex
 	marked map[hourKey]bool
+	wrote  map[hourKey]int // events this container marked hours for
+	seed   uint64          // this container's, for the moment it marks ahead
 }
+
+// AheadFor is how long before an hour begins a container may mark it
+// (Hours.Ahead): the fleet's marks of a busy source's next hour spread over
+// this much time.
+const AheadFor = 15 * time.Minute
 
 type hourKey struct {
 	stream bucketing.Stream
@@ -78,6 +93,7 @@ func (h *Hours) Mark(ctx context.Context, s bucketing.Stream, day string, counts
 			hours |= 1 << hr
 		}
 	}
+	h.count(s, day, counts)
 	todo := h.unmarked(s, day, hours)
 	if len(todo) == 0 {
 		return nil
@@ -112,6 +128,82 @@ func (h *Hours) Mark(ctx context.Context, s bucketing.Stream, day string, counts
 	}
 	h.remember(s, day, todo)
 	return nil
+}
+
+// Ahead marks the hour after now's for stream, without a hint, once this
+// container has written QuietHour events of stream in now's hour and now
+// is past a moment of the container's own in the hour's last AheadFor
+// (but for its last minute).
+// Until then, and once it has, it does nothing. When the hour comes the
+// container finds it marked and writes nothing: the hour's hint then holds
+// only what containers that did not mark it ahead add, and none when all
+// did, so that a busy source's hours are not taken for quiet ones (see
+// Day.Quiet). A quiet source is never marked ahead: its hours stay
+// exactly those that hold events.
+func (h *Hours) Ahead(ctx context.Context, s bucketing.Stream, now time.Time) error {
+	now = now.UTC()
+	next := now.Truncate(time.Hour).Add(time.Hour)
+	if !h.due(s, now, next) {
+		return nil
+	}
+	day, hr := bucketing.Day(next), next.Hour()
+	names := map[string]string{"#h": schema.Hours}
+	values := map[string]types.AttributeValue{":h": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(hr)}}}
+	expr := "ADD #h :h"
+	if h.Retention > 0 {
+		expr += " SET #e = :e"
+		names["#e"] = schema.TTL
+		values[":e"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(next.Truncate(24*time.Hour).Add(2*24*time.Hour+h.Retention).Unix(), 10)}
+	}
+	_, err := h.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(h.Table),
+		Key:                       HoursKey(s, day),
+		UpdateExpression:          aws.String(expr),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	if err != nil {
+		return fmt.Errorf("mark hour %d of %s ahead: %w", hr, s.MetaPK(day), err)
+	}
+	h.remember(s, day, []int{hr})
+	return nil
+}
+
+// due says whether this container marks next, the hour after now's, for s
+// now: it wrote s busily in now's hour, has not marked next, and now is
+// past its moment to.
+func (h *Hours) due(s bucketing.Stream, now, next time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.wrote[hourKey{s, bucketing.Day(now), now.Hour()}] < QuietHour || h.marked[hourKey{s, bucketing.Day(next), next.Hour()}] {
+		return false
+	}
+	if h.seed == 0 {
+		h.seed = rand.Uint64() | 1
+	}
+	// A moment between AheadFor and a minute before next, uniform over
+	// containers: a busy container writes the source again within the
+	// minute, so it marks ahead rather than when the hour comes.
+	x := bucketing.Hash(s.Source, next.Format(bucketing.HourLayout)) ^ h.seed
+	x ^= x >> 29
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 32
+	lead := time.Minute + time.Duration(x%uint64(AheadFor-time.Minute))
+	return !now.Before(next.Add(-lead))
+}
+
+// count adds a batch's events per hour to what this container wrote.
+func (h *Hours) count(s bucketing.Stream, day string, counts [24]int32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.wrote == nil || len(h.wrote) > maxMarked {
+		h.wrote = map[hourKey]int{}
+	}
+	for hr, n := range counts {
+		if n > 0 {
+			h.wrote[hourKey{s, day, hr}] += int(n)
+		}
+	}
 }
 
 func (h *Hours) unmarked(s bucketing.Stream, day string, hours uint32) []int {

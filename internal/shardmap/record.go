@@ -20,11 +20,17 @@ type record struct {
 	expires int64              // the TTL attribute, Unix seconds; 0 when the record does not expire
 }
 
+// read reads the record of key, strongly consistent.
 func (r *Registry) read(ctx context.Context, key string) (record, error) {
+	return r.get(ctx, key, true)
+}
+
+// get reads the record of key.
+func (r *Registry) get(ctx context.Context, key string, consistent bool) (record, error) {
 	out, err := r.Client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(r.Table),
 		Key:            metaKey(key),
-		ConsistentRead: aws.Bool(true),
+		ConsistentRead: aws.Bool(consistent),
 	})
 	if err != nil {
 		return record{}, fmt.Errorf("read shard record %s: %w", key, err)

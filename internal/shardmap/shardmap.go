@@ -139,21 +139,33 @@ func (r *Registry) now() time.Time {
 // bucketing.DayLayout string), creating or extending the record as the
 // configuration asks: a step when it asks for more shards, a later expiry
 // when its retention outlasts the record.
+//
+// Creating a day's record is at most three requests one after another:
+// the reads (the day's record, and the previous day's record and hour
+// index, which the first step depends on, all at once), the catalogue
+// entry, the record. The first time a registry meets a (stream, day) it
+// reads the previous day beside the day itself, before it knows whether
+// the day's record exists: at midnight every source's first batch finds
+// none, and a wasted read of two small items costs less than a request's
+// wait. The caller may mark the day's hours (Hours.Mark) at the same time:
+// nothing here depends on them.
 func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string) (bucketing.Schedule, error) {
 	key := s.MetaPK(day)
 	now := r.now()
-	if c, ok := r.cached(key, now); ok && r.keepUntil(record{sched: c.sched, expires: c.expires}, day) == c.expires {
+	c, seen := r.lastRead(key)
+	if seen && now.Sub(c.at) < CacheFor && r.keepUntil(record{sched: c.sched, expires: c.expires}, day) == c.expires {
 		return c.sched, nil
 	}
 	wantN, wantG := r.Config.want(s)
-	for range 8 { // each turn loses a race to another writer; eight is plenty
-		rec, err := r.read(ctx, key)
+	var prev *previous // the previous day, once read
+	for range 8 {      // each turn loses a race to another writer; eight is plenty
+		rec, err := r.readDay(ctx, s, day, !seen && prev == nil, &prev)
 		if err != nil {
 			return nil, err
 		}
 		first := bucketing.Step{Shards: wantN, GSIShards: wantG}
 		if rec.sched == nil && s.Space == bucketing.Events {
-			if first, err = r.start(ctx, s, day, first); err != nil {
+			if first, err = r.start(ctx, s, day, first, &prev); err != nil {
 				return nil, err
 			}
 		}
@@ -242,40 +254,113 @@ func (r *Registry) RaiseUnlessCovered(ctx context.Context, s bucketing.Stream, d
 // start is the first step of a new day of stream, given the configured
 // counts in first: more shards if the previous day reached more (see
 // Config.Carry), and a day GSI bucket if the previous day was quiet (see
-// Day.Quiet).
-func (r *Registry) start(ctx context.Context, s bucketing.Stream, day string, first bucketing.Step) (bucketing.Step, error) {
-	d, err := time.Parse(bucketing.DayLayout, day)
-	if err != nil {
+// Day.Quiet). *prev is the previous day as read beside the day's record,
+// or nil, and then start reads it and keeps it there.
+func (r *Registry) start(ctx context.Context, s bucketing.Stream, day string, first bucketing.Step, prev **previous) (bucketing.Step, error) {
+	if *prev == nil {
+		prevDay, ok := previousDay(day)
+		if !ok {
+			return first, nil
+		}
+		p, err := r.readPrevious(ctx, s, prevDay)
+		if err != nil {
+			return first, err
+		}
+		*prev = &p
+	}
+	pd := (*prev).day
+	if pd.Sched == nil {
 		return first, nil
 	}
-	prevDay := d.AddDate(0, 0, -1).Format(bucketing.DayLayout)
-	prev, err := r.read(ctx, s.MetaPK(prevDay))
-	if err != nil || prev.sched == nil {
-		return first, err
-	}
 	if r.Config.Carry {
-		last := prev.sched.Last()
+		last := pd.Sched.Last()
 		pn, pg := last.Shards, last.GSIShards
-		if len(prev.sched) == 1 {
+		if len(pd.Sched) == 1 {
 			pn, pg = pn/2, pg/2
 		}
 		first.Shards, first.GSIShards = max(first.Shards, pn), max(first.GSIShards, pg)
 	}
-	if len(prev.sched) > 1 {
-		return first, nil // raised: not quiet, and no need to read its hours
-	}
-	out, err := r.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.Table), Key: HoursKey(s, prevDay)})
+	first.DayBucket = pd.Quiet() // a raised day is not quiet
+	return first, nil
+}
+
+// previous is what creating a day's record needs of the day before: its
+// shard record and hour index.
+type previous struct {
+	day Day
+}
+
+// previousDay is the day before day, a DayLayout string.
+func previousDay(day string) (string, bool) {
+	d, err := time.Parse(bucketing.DayLayout, day)
 	if err != nil {
-		return first, fmt.Errorf("read hour index of %s: %w", s.MetaPK(prevDay), err)
+		return "", false
 	}
-	pd := Day{Sched: prev.sched}
-	if out.Item != nil {
-		if err := pd.addHours(out.Item); err != nil {
-			return first, fmt.Errorf("%s: %w", s.MetaPK(prevDay), err)
+	return d.AddDate(0, 0, -1).Format(bucketing.DayLayout), true
+}
+
+// readDay reads the record of stream on day; withPrevious reads the
+// previous day's record and hour index at the same time, into *prev.
+func (r *Registry) readDay(ctx context.Context, s bucketing.Stream, day string, withPrevious bool, prev **previous) (record, error) {
+	prevDay, ok := previousDay(day)
+	if !withPrevious || !ok || s.Space != bucketing.Events {
+		return r.read(ctx, s.MetaPK(day))
+	}
+	var rec record
+	var p previous
+	var recErr, prevErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rec, recErr = r.read(ctx, s.MetaPK(day))
+	}()
+	p, prevErr = r.readPrevious(ctx, s, prevDay)
+	wg.Wait()
+	if recErr != nil {
+		return record{}, recErr
+	}
+	if prevErr == nil {
+		*prev = &p
+	}
+	// A failed read of the previous day matters only if the day's record
+	// is missing; start then reads it again.
+	return rec, nil
+}
+
+// readPrevious reads the shard record and hour index of stream on prevDay,
+// both at once, and eventually consistent: half the read units of a
+// strongly consistent read, which matters at midnight, when every
+// container that writes a source reads its previous day at once. A day's
+// schedule changes no more once the day is within Lead of its end (no step
+// may start after the day), and the next day's record is created no sooner
+// than cloudevent.MaxFuture before the next day begins, minutes later: a
+// read a second stale sees the final schedule.
+func (r *Registry) readPrevious(ctx context.Context, s bucketing.Stream, prevDay string) (previous, error) {
+	var rec record
+	var hours *dynamodb.GetItemOutput
+	var recErr, hoursErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rec, recErr = r.get(ctx, s.MetaPK(prevDay), false)
+	}()
+	hours, hoursErr = r.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.Table), Key: HoursKey(s, prevDay)})
+	wg.Wait()
+	if recErr != nil {
+		return previous{}, recErr
+	}
+	if hoursErr != nil {
+		return previous{}, fmt.Errorf("read hour index of %s: %w", s.MetaPK(prevDay), hoursErr)
+	}
+	p := previous{day: Day{Sched: rec.sched}}
+	if rec.sched != nil && hours.Item != nil {
+		if err := p.day.addHours(hours.Item); err != nil {
+			return previous{}, fmt.Errorf("%s: %w", s.MetaPK(prevDay), err)
 		}
 	}
-	first.DayBucket = pd.Quiet()
-	return first, nil
+	return p, nil
 }
 
 // update is the record to store in place of rec, and whether it differs
@@ -348,10 +433,17 @@ func extend(sched bucketing.Schedule, day string, want bucketing.Step, now time.
 
 // cached is what the registry read of key within CacheFor of now.
 func (r *Registry) cached(key string, now time.Time) (cached, bool) {
-	r.mu.Lock()
-	c, ok := r.cache[key]
-	r.mu.Unlock()
+	c, ok := r.lastRead(key)
 	return c, ok && now.Sub(c.at) < CacheFor
+}
+
+// lastRead is what the registry last read or wrote of key, however long
+// ago; ok is false when it never found the record.
+func (r *Registry) lastRead(key string) (cached, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.cache[key]
+	return c, ok
 }
 
 func (r *Registry) remember(key string, rec record, now time.Time) {

@@ -3,6 +3,7 @@ package bucketing
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -383,12 +384,40 @@ func TestCounterAndCatalogKeys(t *testing.T) {
 			t.Errorf("ParseCounterPK(%q) accepted", bad)
 		}
 	}
-	if d, err := ParseCatalogPK(CatalogPK("2026-11-22")); err != nil || d != "2026-11-22" {
-		t.Errorf("catalog key: %q %v", d, err)
+	for shard := range CatalogShards {
+		if d, n, err := ParseCatalogPK(CatalogPK("2026-11-22", shard)); err != nil || d != "2026-11-22" || n != shard {
+			t.Errorf("catalog key of shard %d: %q %d %v", shard, d, n, err)
+		}
 	}
-	for _, bad := range []string{"S#", "S#2026-13-01", "M#2026-11-22", "S#2026-11-22x"} {
-		if _, err := ParseCatalogPK(bad); err == nil {
+	if d, n, err := ParseCatalogPK(LegacyCatalogPK("2026-11-22")); err != nil || d != "2026-11-22" || n != -1 {
+		t.Errorf("legacy catalog key: %q %d %v", d, n, err)
+	}
+	for _, bad := range []string{"S#", "S#2026-13-01", "M#2026-11-22", "S#2026-11-22x", "S#2026-11-22#", "S#2026-11-22#16",
+		"S#2026-11-22#-1", "S#2026-11-22#01", "S#2026-11-22#1#2"} {
+		if _, _, err := ParseCatalogPK(bad); err == nil {
 			t.Errorf("ParseCatalogPK(%q) accepted", bad)
+		}
+	}
+}
+
+// TestCatalogShardSpreadsSources: the catalogue shard depends on the
+// source alone, and 100,000 sources (the scale of a midnight start) fill
+// every shard within 3 % of an even share, so that no catalogue key takes
+// much more than its sixteenth.
+func TestCatalogShardSpreadsSources(t *testing.T) {
+	const n = 100_000
+	var per [CatalogShards]int
+	for i := range n {
+		src := fmt.Sprintf("svc-%d.example", i)
+		s := CatalogShard(src)
+		if s != CatalogShard(src) || s < 0 || s >= CatalogShards {
+			t.Fatalf("CatalogShard(%q) = %d", src, s)
+		}
+		per[s]++
+	}
+	for s, c := range per {
+		if even := n / CatalogShards; c < even*97/100 || c > even*103/100 {
+			t.Errorf("shard %d holds %d of %d sources, want %d within 3%%", s, c, n, even)
 		}
 	}
 }

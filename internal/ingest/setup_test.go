@@ -1,0 +1,225 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// call is one request a traced client made: what, for which source (the
+// escaped source, as in a shard record's key), and when.
+type call struct {
+	op, source string
+	start, end time.Time
+}
+
+// traced is a DynamoDB client that holds each request lag before sending
+// it and records it: requests that overlap in the record were under way at
+// the same time, and one that started after another ended may have waited
+// for it. lag makes that tell reliable (two requests sent together overlap
+// by lag whatever the engine's speed) and plays DynamoDB's latency.
+type traced struct {
+	c   *dynamodb.Client
+	lag time.Duration
+
+	mu    sync.Mutex
+	calls []call
+}
+
+func (c *traced) record(op string, key map[string]types.AttributeValue, start time.Time) {
+	if strings.HasPrefix(s(key, schema.PK), "S#") {
+		op = "catalogue " + op
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, call{op: op, source: sourceOf(key), start: start, end: time.Now()})
+}
+
+// sourceOf is the escaped source a bookkeeping key belongs to: a shard
+// record's or hour index's partition key, or a catalogue entry's sort key.
+func sourceOf(key map[string]types.AttributeValue) string {
+	pk, sk := s(key, schema.PK), s(key, schema.SK)
+	if strings.HasPrefix(pk, "S#") {
+		return bucketing.Escape(sk)
+	}
+	rest, ok := strings.CutPrefix(pk, "M#E#")
+	if i := strings.LastIndexByte(rest, '#'); ok && i >= 0 {
+		return rest[:i]
+	}
+	return ""
+}
+
+func (c *traced) wait() time.Time {
+	start := time.Now()
+	time.Sleep(c.lag)
+	return start
+}
+
+func (c *traced) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	start := c.wait()
+	defer c.record("BatchWriteItem", nil, start)
+	return c.c.BatchWriteItem(ctx, in, o...)
+}
+
+func (c *traced) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	start := c.wait()
+	defer c.record("GetItem", in.Key, start)
+	return c.c.GetItem(ctx, in, o...)
+}
+
+func (c *traced) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	start := c.wait()
+	defer c.record("PutItem", in.Item, start)
+	return c.c.PutItem(ctx, in, o...)
+}
+
+func (c *traced) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	start := c.wait()
+	defer c.record("UpdateItem", in.Key, start)
+	return c.c.UpdateItem(ctx, in, o...)
+}
+
+// chain is the longest sequence of calls each of which started after the
+// one before it ended: the requests that may have waited for one another.
+func chain(calls []call) int {
+	sort.Slice(calls, func(i, j int) bool { return calls[i].start.Before(calls[j].start) })
+	depth := make([]int, len(calls))
+	longest := 0
+	for i, c := range calls {
+		depth[i] = 1
+		for j := range i {
+			if !calls[j].end.After(c.start) {
+				depth[i] = max(depth[i], depth[j]+1)
+			}
+		}
+		longest = max(longest, depth[i])
+	}
+	return longest
+}
+
+// TestNewSourcesSetUpInParallel: the first batch of a day from sources
+// that wrote yesterday, as at midnight. Each new (source, day) costs six
+// small requests of which at most three wait for one another (the reads,
+// the catalogue entry, the shard record; the hour mark beside them), the
+// sources are set up lookups at a time, and every invariant of the order
+// holds: the catalogue entry before the record, and the record and the
+// hour marker before any event.
+func TestNewSourcesSetUpInParallel(t *testing.T) {
+	const (
+		sources = 2 * lookups
+		lag     = 50 * time.Millisecond
+	)
+	table := testdb.Table(t)
+	endpoint := testdb.Endpoint(t)
+	midnight := fixtureNow.Truncate(24 * time.Hour)
+	batch := func(at time.Time) events.KinesisEvent {
+		var payloads [][]byte
+		for i := range sources {
+			payloads = append(payloads, eventJSON(fmt.Sprintf("svc-%03d#eu", i), "e-"+at.Format(time.DateOnly), at))
+		}
+		return kinesisBatch(payloads...)
+	}
+	yesterday := New(DefaultConfig(table), testdb.Client(t, endpoint), Options{Now: func() time.Time { return midnight.Add(-time.Hour) }})
+	if resp, err := yesterday.Kinesis(context.Background(), batch(midnight.Add(-2*time.Hour))); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("yesterday: %v %v", resp, err)
+	}
+
+	tc := &traced{c: testdb.Client(t, endpoint), lag: lag}
+	h := New(DefaultConfig(table), tc, Options{Now: func() time.Time { return midnight.Add(time.Second) }})
+	began := time.Now()
+	resp, err := h.Kinesis(context.Background(), batch(midnight))
+	took := time.Since(began)
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("today: %v %v", resp, err)
+	}
+
+	bySource := map[string][]call{}
+	var bookkeeping []call
+	firstWrite := time.Time{}
+	for _, c := range tc.calls {
+		if c.op == "BatchWriteItem" {
+			if firstWrite.IsZero() || c.start.Before(firstWrite) {
+				firstWrite = c.start
+			}
+			continue
+		}
+		bySource[c.source] = append(bySource[c.source], c)
+		bookkeeping = append(bookkeeping, c)
+	}
+	if len(bySource) != sources {
+		t.Fatalf("bookkeeping for %d sources, want %d", len(bySource), sources)
+	}
+	for src, calls := range bySource {
+		ops := map[string]int{}
+		var catalogue, rec call
+		for _, c := range calls {
+			ops[c.op]++
+			if c.end.After(firstWrite) {
+				t.Errorf("%s: a %s ended after the first event write began", src, c.op)
+			}
+			switch c.op {
+			case "catalogue PutItem":
+				catalogue = c
+			case "PutItem":
+				rec = c
+			}
+		}
+		if ops["GetItem"] != 3 || ops["catalogue PutItem"] != 1 || ops["PutItem"] != 1 || ops["UpdateItem"] != 1 {
+			t.Errorf("%s: requests %v, want 3 GetItem, a catalogue PutItem, a PutItem, an UpdateItem", src, ops)
+		}
+		if rec.start.Before(catalogue.end) {
+			t.Errorf("%s: the shard record was written before its catalogue entry", src)
+		}
+		if n := chain(calls); n > 3 {
+			t.Errorf("%s: a chain of %d requests, want at most 3", src, n)
+		}
+	}
+	// Sources are set up lookups at a time, not 16 as before.
+	if n := inFlight(bookkeeping); n <= 16 {
+		t.Errorf("at most %d sources were set up at once, want up to %d", n, lookups)
+	}
+	t.Logf("%d new sources set up with %d requests, %.1f a source, in %v, up to %d at once (DynamoDB Local, %v added to each request)",
+		sources, len(bookkeeping), float64(len(bookkeeping))/sources, took.Round(time.Millisecond), inFlight(bookkeeping), lag)
+}
+
+// inFlight is the most sources that had a request under way at once.
+func inFlight(calls []call) int {
+	type edge struct {
+		at     time.Time
+		source string
+		open   bool
+	}
+	var edges []edge
+	for _, c := range calls {
+		edges = append(edges, edge{c.start, c.source, true}, edge{c.end, c.source, false})
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if !edges[i].at.Equal(edges[j].at) {
+			return edges[i].at.Before(edges[j].at)
+		}
+		return !edges[i].open // ends before starts at the same instant
+	})
+	open := map[string]int{}
+	most := 0
+	for _, e := range edges {
+		if e.open {
+			open[e.source]++
+		} else if open[e.source]--; open[e.source] == 0 {
+			delete(open, e.source)
+		}
+		most = max(most, len(open))
+	}
+	return most
+}
