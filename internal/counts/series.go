@@ -3,7 +3,9 @@ package counts
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -162,4 +164,26 @@ func (r Request) other(s *sum, o Other, times []string) Series {
 	out := r.points("", s, times)
 	out.Other = &o
 	return out
+}
+
+// Label names s for a person: its type; "all types" for the one series of
+// every event; for the "other" series, what it holds, such as "other (37
+// more types, types not kept)".
+func (s Series) Label() string {
+	switch {
+	case s.Other != nil:
+		var parts []string
+		if n := s.Other.Types; n == 1 {
+			parts = append(parts, "1 more type")
+		} else if n > 1 {
+			parts = append(parts, fmt.Sprintf("%d more types", n))
+		}
+		if s.Other.Overflow {
+			parts = append(parts, "types not kept")
+		}
+		return "other (" + strings.Join(parts, ", ") + ")"
+	case s.Type == "":
+		return "all types"
+	}
+	return s.Type
 }
