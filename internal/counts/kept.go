@@ -8,7 +8,7 @@ import "maps"
 // minute, without their type; GET /v1/counts answers them in its "other"
 // series. The cap is what keeps an item under DynamoDB's 400 KB whatever a
 // producer puts in `type`: 100 types of 256 bytes, each with a counter in
-// every minute, and the watermarks of 144 stream shards make about 150 KB
+// every minute, and the watermarks of 144 stream shards make about 125 KB
 // (docs/counts.md, "Overflow").
 const MaxTypesPerHour = 100
 
