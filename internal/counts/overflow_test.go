@@ -22,6 +22,7 @@ import (
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/faultproxy"
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -217,8 +218,7 @@ func metricSum(t *testing.T, out *bytes.Buffer, name string) int {
 	return int(n)
 }
 
-// itemBytes is the size of a counter item as DynamoDB counts it, about:
-// attribute names and values, a number as its digits.
+// itemBytes is the size of a counter item as DynamoDB counts it.
 func itemBytes(t *testing.T, table, source, hour string) int {
 	t.Helper()
 	out, err := testdb.Client(t, testdb.Endpoint(t)).GetItem(context.Background(), &dynamodb.GetItemInput{
@@ -231,21 +231,7 @@ func itemBytes(t *testing.T, table, source, hour string) int {
 	if err != nil || out.Item == nil {
 		t.Fatalf("counter item of %s %s: %v", source, hour, err)
 	}
-	n := 0
-	for name, v := range out.Item {
-		n += len(name)
-		switch v := v.(type) {
-		case *types.AttributeValueMemberS:
-			n += len(v.Value)
-		case *types.AttributeValueMemberN:
-			n += len(v.Value)
-		case *types.AttributeValueMemberSS:
-			for _, s := range v.Value {
-				n += len(s)
-			}
-		}
-	}
-	return n
+	return item.Bytes(out.Item)
 }
 
 // invalid is DynamoDB refusing a request for its content, as it refuses an
