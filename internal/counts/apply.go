@@ -203,83 +203,94 @@ const maxAttempts = 8
 // that is refused, the item's error is returned, after every other item of
 // the batch was counted.
 func (c *Counter) applyItem(ctx context.Context, sid string, g itemGroup) itemStats {
-	var st itemStats
-	ik := itemKey{g.source, g.hour}
-	u := updater{c: c, sid: sid, g: g, ids: map[string]string{}, kept: c.knownTypes(ik)}
-	defer func() { c.rememberTypes(ik, u.kept) }()
-	recs := g.recs
-	var seen *string // the watermark as last read or written; nil until known
-	k := markKey{g.source, g.hour, sid}
-	if m, ok := c.mark(k); ok {
-		recs = above(recs, m)
-		st.seen = len(g.recs) - len(recs)
-		seen = &m
+	ik, mk := itemKey{g.source, g.hour}, markKey{g.source, g.hour, sid}
+	u := &updater{c: c, sid: sid, g: g, ids: map[string]string{}, kept: c.knownTypes(ik), recs: g.recs}
+	if m, ok := c.mark(mk); ok {
+		u.recs = above(u.recs, m)
+		u.st.seen = len(g.recs) - len(u.recs)
+		u.seen = &m
 	}
 	defer func() {
-		if seen != nil {
-			c.remember(k, *seen)
+		c.rememberTypes(ik, u.kept)
+		if u.seen != nil {
+			c.remember(mk, *u.seen)
 		}
 	}()
-	fail := func(err error) itemStats {
-		st.err = fmt.Errorf("counter %s %s: %w", g.source, g.hour, err)
-		return st
-	}
-	for attempt := 0; len(recs) > 0; attempt++ {
+	for attempt := 0; len(u.recs) > 0; attempt++ {
 		if attempt == maxAttempts {
-			return fail(fmt.Errorf("%d conditional updates lost in a row", maxAttempts))
+			return u.fail(fmt.Errorf("%d conditional updates lost in a row", maxAttempts))
 		}
-		ch := u.plan(recs)
-		if ch.read {
-			mark, err := u.read(ctx, recs)
-			if err != nil {
-				return fail(err)
-			}
-			recs, seen = u.drop(&st, recs, mark), mark
-			continue
-		}
-		wcu, err := u.update(ctx, recs[:ch.n], ch, seen)
-		st.updates++
-		st.wcu += wcu
-		var cond *types.ConditionalCheckFailedException
-		switch {
-		case err == nil:
-			st.counted += ch.n
-			st.overflowed += ch.overflow
-			u.learned(ch)
-			last := recs[ch.n-1].seq
-			seen = &last
-			recs = recs[ch.n:]
-			attempt = -1
-			continue
-		case ddberr.Classify(err) == ddberr.Invalid && !u.fallback:
-			u.fallback = true
-			st.fallbacks++
-			continue
-		case ddberr.Classify(err) == ddberr.Invalid:
-			return fail(fmt.Errorf("DynamoDB refused even an update without types, so this item cannot be counted "+
-				"(the batch fails, and the mapping sets it aside once its retries are spent): %w", err))
-		case !errors.As(err, &cond):
-			return fail(err)
-		}
-		st.conflicts++
-		mark, err := u.read(ctx, recs)
+		progressed, err := u.step(ctx)
 		if err != nil {
-			return fail(err)
+			return u.fail(err)
 		}
-		recs, seen = u.drop(&st, recs, mark), mark
+		if progressed {
+			attempt = -1
+		}
 	}
-	return st
+	return u.st
 }
 
-// drop is recs without those at or below the watermark mark, as read: they
-// were counted already.
-func (u *updater) drop(st *itemStats, recs []record, mark *string) []record {
-	kept := recs
-	if mark != nil {
-		kept = above(recs, *mark)
+// step counts the next chunk of the records left, or learns what it must
+// first: it reads the item when the cap is near or an update's condition
+// failed, and drops a type-naming update DynamoDB refused for one without
+// types. progressed: records were counted.
+func (u *updater) step(ctx context.Context) (progressed bool, err error) {
+	ch := u.plan(u.recs)
+	if ch.read {
+		return false, u.refresh(ctx)
 	}
-	st.seen += len(recs) - len(kept)
-	return kept
+	wcu, err := u.update(ctx, u.recs[:ch.n], ch, u.seen)
+	u.st.updates++
+	u.st.wcu += wcu
+	var cond *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		u.applied(ch)
+		return true, nil
+	case errors.As(err, &cond):
+		u.st.conflicts++
+		return false, u.refresh(ctx)
+	case ddberr.Classify(err) == ddberr.Invalid && !u.fallback:
+		u.fallback = true
+		u.st.fallbacks++
+		return false, nil
+	case ddberr.Classify(err) == ddberr.Invalid:
+		return false, fmt.Errorf("DynamoDB refused even an update without types, so this item cannot be counted "+
+			"(the batch fails, and the mapping sets it aside once its retries are spent): %w", err)
+	}
+	return false, err
+}
+
+// applied moves past chunk ch, counted.
+func (u *updater) applied(ch chunk) {
+	u.st.counted += ch.n
+	u.st.overflowed += ch.overflow
+	u.learned(ch)
+	last := u.recs[ch.n-1].seq
+	u.seen = &last
+	u.recs = u.recs[ch.n:]
+}
+
+// refresh reads the item's watermark and kept types, and drops the records
+// at or below the watermark: they were counted already.
+func (u *updater) refresh(ctx context.Context) error {
+	mark, err := u.read(ctx, u.recs)
+	if err != nil {
+		return err
+	}
+	if mark != nil {
+		kept := above(u.recs, *mark)
+		u.st.seen += len(u.recs) - len(kept)
+		u.recs = kept
+	}
+	u.seen = mark
+	return nil
+}
+
+func (u *updater) fail(err error) itemStats {
+	u.st.err = fmt.Errorf("counter %s %s: %w", u.g.source, u.g.hour, err)
+	return u.st
 }
 
 // above is the records after watermark mark.
@@ -301,6 +312,10 @@ type updater struct {
 	ids      map[string]string // type -> its id in this item, once a collision made it long
 	kept     kept              // what is known of the types the item keeps
 	fallback bool              // DynamoDB refused an update with types: count the rest without
+
+	recs []record // the records left to count, in sequence order
+	seen *string  // the watermark as last read or written; nil until known
+	st   itemStats
 }
 
 func (u *updater) typeID(t string) string {
