@@ -140,10 +140,7 @@ func printCounts(w io.Writer, f *countsFlags, resp counts.Response) {
 			peak = max(peak, p.Count)
 		}
 		all += sum
-		l := line{name: s.Type, total: fmt.Sprint(sum), peak: fmt.Sprintf("peak %d", peak)}
-		if l.name == "" {
-			l.name = "all types"
-		}
+		l := line{name: s.Label(), total: fmt.Sprint(sum), peak: fmt.Sprintf("peak %d", peak)}
 		bars, _ := sparkline.Fit(n, f.width)
 		l.bars = sparkline.Draw(bars)
 		nameW = max(nameW, utf8.RuneCountInString(l.name))

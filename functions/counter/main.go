@@ -28,6 +28,6 @@ func main() {
 		log.Error("DynamoDB client", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	f := counts.NewFunction(cfg, client, log, emf.New(os.Stdout, map[string]string{"Function": "counter"}))
+	f := counts.NewFunction(cfg, client, log, emf.New(os.Stdout, counts.Dimensions()))
 	lambda.Start(f.Invoke)
 }

@@ -68,4 +68,5 @@ func (pl *Pipeline) counterAlarms(alarm func(id, what string, m awscloudwatch.IM
 	})
 	alarm("CounterIteratorAgeAlarm", "The counts trail the table's writes by more than a minute", age, CounterIteratorAgeSeconds*1000)
 	alarm("CounterErrorsAlarm", "The counter function failed invocations", sum(pl.Counter.MetricErrors(nil)), *p.FunctionErrors)
+	pl.counterOverflowAlarm(alarm)
 }

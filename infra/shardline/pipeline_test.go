@@ -467,8 +467,8 @@ func TestAlarmsDashboardOutputs(t *testing.T) {
 			t.Errorf("no alarm on %s", m)
 		}
 	}
-	if len(alarms) != 13 {
-		t.Errorf("%d alarms, want 13", len(alarms))
+	if len(alarms) != 14 {
+		t.Errorf("%d alarms, want 14", len(alarms))
 	}
 	s.one(t, "AWS::CloudWatch::Dashboard")
 	outs := s.tpl["Outputs"].(map[string]any)

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/ddberr"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -31,6 +32,7 @@ type Counter struct {
 	Table       string
 	Retention   time.Duration // a counter item lives a day longer than its hour's events
 	Concurrency int           // counter items updated at once; default 16
+	MaxTypes    int           // types an hour item counts by name; default MaxTypesPerHour
 
 	// marks remembers the watermark this container last wrote per (item,
 	// shard), so that a batch delivered again skips, without a request,
@@ -38,6 +40,9 @@ type Counter struct {
 	// that re-sent every item could fail on a different one each time.
 	mu    sync.Mutex
 	marks map[markKey]string
+	// known remembers what this container learned of each item's kept
+	// types, so that an item at its cap is not read again each batch.
+	known map[itemKey]kept
 }
 
 type markKey struct{ source, hour, sid string }
@@ -72,6 +77,16 @@ type Stats struct {
 	Updates   int     // UpdateItem requests
 	Conflicts int     // updates refused by their condition, then re-read
 	WCU       float64 // write capacity the updates consumed
+
+	// Overflowed is the events counted without their type, in the
+	// overflow counters of an item that keeps MaxTypesPerHour types
+	// already, or after DynamoDB refused an update with types; by source
+	// in OverflowBySource.
+	Overflowed       int
+	OverflowBySource map[string]int
+	// Fallbacks is the updates DynamoDB refused for their content
+	// (ValidationException), sent again without types.
+	Fallbacks int
 }
 
 // ErrNoShard is returned for an invocation without a shard id.
@@ -120,7 +135,15 @@ func (c *Counter) Apply(ctx context.Context, shardID string, recs []events.Dynam
 		}()
 	}
 	wg.Wait()
-	for _, r := range results {
+	for i, r := range results {
+		if r.overflowed > 0 {
+			if st.OverflowBySource == nil {
+				st.OverflowBySource = map[string]int{}
+			}
+			st.OverflowBySource[groups[i].source] += r.overflowed
+		}
+		st.Overflowed += r.overflowed
+		st.Fallbacks += r.fallbacks
 		st.Counted += r.counted
 		st.Seen += r.seen
 		st.Updates += r.updates
@@ -161,6 +184,7 @@ func group(recs []record) []itemGroup {
 
 type itemStats struct {
 	counted, seen, updates, conflicts int
+	overflowed, fallbacks             int
 	wcu                               float64
 	err                               error
 }
@@ -173,60 +197,100 @@ const maxAttempts = 8
 // applyItem adds g's records to their counter item, chunk by chunk, each
 // chunk an atomic update that also advances the shard's watermark. When an
 // update's condition fails, the item is read and the records at or below
-// its watermark, already counted, are dropped.
+// its watermark, already counted, are dropped. An update DynamoDB refuses
+// for its content (a ValidationException) is never sent again: its records
+// go once more, without their types, to the overflow counters; if even
+// that is refused, the item's error is returned, after every other item of
+// the batch was counted.
 func (c *Counter) applyItem(ctx context.Context, sid string, g itemGroup) itemStats {
-	var st itemStats
-	u := updater{c: c, sid: sid, g: g, ids: map[string]string{}}
-	recs := g.recs
-	var seen *string // the watermark as last read or written; nil until known
-	k := markKey{g.source, g.hour, sid}
-	if m, ok := c.mark(k); ok {
-		recs = above(recs, m)
-		st.seen = len(g.recs) - len(recs)
-		seen = &m
+	ik, mk := itemKey{g.source, g.hour}, markKey{g.source, g.hour, sid}
+	u := &updater{c: c, sid: sid, g: g, ids: map[string]string{}, kept: c.knownTypes(ik), recs: g.recs}
+	if m, ok := c.mark(mk); ok {
+		u.recs = above(u.recs, m)
+		u.st.seen = len(g.recs) - len(u.recs)
+		u.seen = &m
 	}
 	defer func() {
-		if seen != nil {
-			c.remember(k, *seen)
+		c.rememberTypes(ik, u.kept)
+		if u.seen != nil {
+			c.remember(mk, *u.seen)
 		}
 	}()
-	for attempt := 0; len(recs) > 0; attempt++ {
+	for attempt := 0; len(u.recs) > 0; attempt++ {
 		if attempt == maxAttempts {
-			st.err = fmt.Errorf("counter %s %s: %d conditional updates lost in a row", g.source, g.hour, maxAttempts)
-			return st
+			return u.fail(fmt.Errorf("%d conditional updates lost in a row", maxAttempts))
 		}
-		n := chunkLen(recs)
-		wcu, err := u.update(ctx, recs[:n], seen)
-		st.updates++
-		st.wcu += wcu
-		var cond *types.ConditionalCheckFailedException
-		switch {
-		case err == nil:
-			st.counted += n
-			last := recs[n-1].seq
-			seen = &last
-			recs = recs[n:]
-			attempt = -1
-			continue
-		case !errors.As(err, &cond):
-			st.err = fmt.Errorf("counter %s %s: %w", g.source, g.hour, err)
-			return st
-		}
-		st.conflicts++
-		mark, err := u.read(ctx, recs)
+		progressed, err := u.step(ctx)
 		if err != nil {
-			st.err = fmt.Errorf("counter %s %s: %w", g.source, g.hour, err)
-			return st
+			return u.fail(err)
 		}
-		seen = mark
-		kept := recs
-		if mark != nil {
-			kept = above(recs, *mark)
+		if progressed {
+			attempt = -1
 		}
-		st.seen += len(recs) - len(kept)
-		recs = kept
 	}
-	return st
+	return u.st
+}
+
+// step counts the next chunk of the records left, or learns what it must
+// first: it reads the item when the cap is near or an update's condition
+// failed, and drops a type-naming update DynamoDB refused for one without
+// types. progressed: records were counted.
+func (u *updater) step(ctx context.Context) (progressed bool, err error) {
+	ch := u.plan(u.recs)
+	if ch.read {
+		return false, u.refresh(ctx)
+	}
+	wcu, err := u.update(ctx, u.recs[:ch.n], ch, u.seen)
+	u.st.updates++
+	u.st.wcu += wcu
+	var cond *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		u.applied(ch)
+		return true, nil
+	case errors.As(err, &cond):
+		u.st.conflicts++
+		return false, u.refresh(ctx)
+	case ddberr.Classify(err) == ddberr.Invalid && !u.fallback:
+		u.fallback = true
+		u.st.fallbacks++
+		return false, nil
+	case ddberr.Classify(err) == ddberr.Invalid:
+		return false, fmt.Errorf("DynamoDB refused even an update without types, so this item cannot be counted "+
+			"(the batch fails, and the mapping sets it aside once its retries are spent): %w", err)
+	}
+	return false, err
+}
+
+// applied moves past chunk ch, counted.
+func (u *updater) applied(ch chunk) {
+	u.st.counted += ch.n
+	u.st.overflowed += ch.overflow
+	u.learned(ch)
+	last := u.recs[ch.n-1].seq
+	u.seen = &last
+	u.recs = u.recs[ch.n:]
+}
+
+// refresh reads the item's watermark and kept types, and drops the records
+// at or below the watermark: they were counted already.
+func (u *updater) refresh(ctx context.Context) error {
+	mark, err := u.read(ctx, u.recs)
+	if err != nil {
+		return err
+	}
+	if mark != nil {
+		kept := above(u.recs, *mark)
+		u.st.seen += len(u.recs) - len(kept)
+		u.recs = kept
+	}
+	u.seen = mark
+	return nil
+}
+
+func (u *updater) fail(err error) itemStats {
+	u.st.err = fmt.Errorf("counter %s %s: %w", u.g.source, u.g.hour, err)
+	return u.st
 }
 
 // above is the records after watermark mark.
@@ -240,33 +304,18 @@ func above(recs []record, mark string) []record {
 	return out
 }
 
-// Expression budget of one update: DynamoDB allows 4 KB of update
-// expression; each counter term is about a dozen characters.
-const (
-	maxCounters = 200
-	maxTypes    = 40
-)
-
-// chunkLen is how many of recs, from the first, one update can carry.
-func chunkLen(recs []record) int {
-	counters := map[string]bool{}
-	typs := map[string]bool{}
-	for i, r := range recs {
-		k := r.time.Format("04") + r.typ
-		if !counters[k] && len(counters) == maxCounters || !typs[r.typ] && len(typs) == maxTypes {
-			return i
-		}
-		counters[k], typs[r.typ] = true, true
-	}
-	return len(recs)
-}
-
 // updater writes one item's chunks.
 type updater struct {
-	c   *Counter
-	sid string
-	g   itemGroup
-	ids map[string]string // type -> its id in this item, once a collision made it long
+	c        *Counter
+	sid      string
+	g        itemGroup
+	ids      map[string]string // type -> its id in this item, once a collision made it long
+	kept     kept              // what is known of the types the item keeps
+	fallback bool              // DynamoDB refused an update with types: count the rest without
+
+	recs []record // the records left to count, in sequence order
+	seen *string  // the watermark as last read or written; nil until known
+	st   itemStats
 }
 
 func (u *updater) typeID(t string) string {
@@ -283,22 +332,11 @@ func (u *updater) key() map[string]types.AttributeValue {
 	}
 }
 
-// update adds recs (all above the watermark seen, or above whatever it is
-// when seen is nil) in one conditional UpdateItem.
-func (u *updater) update(ctx context.Context, recs []record, seen *string) (float64, error) {
+// update adds recs, chunk c (all above the watermark seen, or above
+// whatever it is when seen is nil), in one conditional UpdateItem.
+func (u *updater) update(ctx context.Context, recs []record, c chunk, seen *string) (float64, error) {
 	e := newExpr()
-	adds := map[string]int{}
-	var order []string
-	for _, r := range recs {
-		name := countPrefix + r.time.Format("04") + u.typeID(r.typ)
-		if adds[name] == 0 {
-			order = append(order, name)
-		}
-		adds[name]++
-	}
-	for _, name := range order {
-		e.add(e.name(name), e.num(strconv.Itoa(adds[name])))
-	}
+	u.counters(e, recs, c)
 	w := e.name(markPrefix + u.sid)
 	e.set(w, e.num(recs[len(recs)-1].seq))
 	if seen == nil {
@@ -306,16 +344,7 @@ func (u *updater) update(ctx context.Context, recs []record, seen *string) (floa
 	} else {
 		e.cond(fmt.Sprintf("%s = %s", w, e.num(*seen)))
 	}
-	done := map[string]bool{}
-	for _, r := range recs {
-		if done[r.typ] {
-			continue
-		}
-		done[r.typ] = true
-		t, v := e.name(typePrefix+u.typeID(r.typ)), e.str(r.typ)
-		e.set(t, v)
-		e.cond(fmt.Sprintf("(attribute_not_exists(%s) OR %s = %s)", t, t, v))
-	}
+	u.types(e, c)
 	e.set(e.name(schema.TTL), e.num(strconv.FormatInt(u.expiry().Unix(), 10)))
 	out, err := u.c.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(u.c.Table),
@@ -335,20 +364,62 @@ func (u *updater) update(ctx context.Context, recs []record, seen *string) (floa
 	return 0, nil
 }
 
+// counters adds recs to their minute's counter: the one of their type when
+// c counts it by name, the overflow one otherwise.
+func (u *updater) counters(e *expr, recs []record, c chunk) {
+	adds := map[string]int{}
+	var order []string
+	for _, r := range recs {
+		name := overflowPrefix + r.time.Format("04")
+		if id, ok := c.named[r.typ]; ok {
+			name = countPrefix + r.time.Format("04") + id
+		}
+		if adds[name] == 0 {
+			order = append(order, name)
+		}
+		adds[name]++
+	}
+	for _, name := range order {
+		e.add(e.name(name), e.num(strconv.Itoa(adds[name])))
+	}
+}
+
+// types names c's named types in the item, each on condition that its id
+// names no other type, and adds their ids to the kept set, on condition
+// that the set then holds at most the cap.
+func (u *updater) types(e *expr, c chunk) {
+	if len(c.order) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(c.order))
+	for _, typ := range c.order {
+		id := c.named[typ]
+		ids = append(ids, id)
+		t, v := e.name(typePrefix+id), e.str(typ)
+		e.set(t, v)
+		e.cond(fmt.Sprintf("(attribute_not_exists(%s) OR %s = %s)", t, t, v))
+	}
+	k := e.name(keptAttr)
+	e.add(k, e.value(&types.AttributeValueMemberSS{Value: ids}))
+	if c.fresh > 0 {
+		e.cond(fmt.Sprintf("(attribute_not_exists(%s) OR size(%s) <= %s)", k, k, e.num(strconv.Itoa(u.c.maxTypes()-c.fresh))))
+	}
+}
+
 func (u *updater) expiry() time.Time {
 	h, _ := time.Parse(bucketing.HourLayout, u.g.hour)
 	return h.Add(time.Hour + u.c.Retention + 24*time.Hour)
 }
 
-// read fetches the shard's watermark and the types of recs' ids, strongly
-// consistent. A short id that names another type in this item (a
+// read fetches the shard's watermark, the kept set and the types of recs'
+// ids, strongly consistent. A short id that names another type in this item (a
 // collision) switches that type to its long id here.
 func (u *updater) read(ctx context.Context, recs []record) (*string, error) {
 	e := newExpr()
-	proj := []string{e.name(markPrefix + u.sid)}
+	proj := []string{e.name(markPrefix + u.sid), e.name(keptAttr)}
 	typs := map[string]bool{}
 	for _, r := range recs {
-		if !typs[r.typ] {
+		if !typs[r.typ] && len(typs) < maxTypes { // the next chunk's, at most: the projection has a 4 KB budget too
 			typs[r.typ] = true
 			proj = append(proj, e.name(typePrefix+u.typeID(r.typ)))
 		}
@@ -361,11 +432,17 @@ func (u *updater) read(ctx context.Context, recs []record) (*string, error) {
 		ExpressionAttributeNames: e.names,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read after a lost update: %w", err)
+		return nil, fmt.Errorf("read the watermark and kept types: %w", err)
 	}
 	for t := range typs {
 		if v, ok := out.Item[typePrefix+u.typeID(t)].(*types.AttributeValueMemberS); ok && v.Value != t {
 			u.ids[t] = shortID(t, 32)
+		}
+	}
+	u.kept = kept{ids: map[string]bool{}, exact: true}
+	if ks, ok := out.Item[keptAttr].(*types.AttributeValueMemberSS); ok {
+		for _, id := range ks.Value {
+			u.kept.ids[id] = true
 		}
 	}
 	n, ok := out.Item[markPrefix+u.sid].(*types.AttributeValueMemberN)

@@ -2,6 +2,7 @@ package counts
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -9,6 +10,19 @@ import (
 
 	"github.com/shardline/shardline/internal/emf"
 )
+
+// Metrics the counter function writes (namespace emf.Namespace, with
+// Dimensions) that the stack alarms on.
+const (
+	// MetricOverflow is the events counted without their type because
+	// their hour's counter item keeps MaxTypesPerHour types already (or
+	// DynamoDB refused an update with types): a producer with too many
+	// types, often an id in `type`.
+	MetricOverflow = "CounterOverflow"
+)
+
+// Dimensions are the dimensions of the counter function's metrics.
+func Dimensions() map[string]string { return map[string]string{"Function": "counter"} }
 
 // Function is the counter Lambda function: a Counter with its logs and
 // metrics. Build one per container.
@@ -41,6 +55,8 @@ func (f *Function) Invoke(ctx context.Context, ev events.DynamoDBTimeWindowEvent
 		slog.Int("updates", st.Updates),
 		slog.Int("conflicts", st.Conflicts),
 		slog.Float64("wcu", st.WCU),
+		slog.Int("overflowed", st.Overflowed),
+		slog.Int("fallbacks", st.Fallbacks),
 		slog.Duration("duration", time.Since(start)),
 	}
 	level := slog.LevelInfo
@@ -49,12 +65,19 @@ func (f *Function) Invoke(ctx context.Context, ev events.DynamoDBTimeWindowEvent
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
 	f.Log.LogAttrs(ctx, level, "count", attrs...)
+	for source, n := range st.OverflowBySource {
+		f.Log.LogAttrs(ctx, slog.LevelWarn, "counted without type", slog.String("source", source), slog.Int("events", n),
+			slog.String("why", fmt.Sprintf("an hour of this source has more than %d types: the rest are counted in the overflow, "+
+				"answered as the \"other\" series of GET /v1/counts; if its producer puts an id in `type`, move it to `subject` or `data`", f.Counter.maxTypes())))
+	}
 	if merr := f.Metrics.Put(time.Now(),
 		emf.Metric{Name: "Counted", Value: float64(st.Counted), Unit: "Count"},
 		emf.Metric{Name: "Redelivered", Value: float64(st.Seen), Unit: "Count"},
 		emf.Metric{Name: "CounterUpdates", Value: float64(st.Updates), Unit: "Count"},
 		emf.Metric{Name: "CounterConflicts", Value: float64(st.Conflicts), Unit: "Count"},
 		emf.Metric{Name: "ConsumedWCU", Value: st.WCU, Unit: "Count"},
+		emf.Metric{Name: MetricOverflow, Value: float64(st.Overflowed), Unit: "Count"},
+		emf.Metric{Name: "CounterFallbacks", Value: float64(st.Fallbacks), Unit: "Count"},
 	); merr != nil {
 		f.Log.Warn("metrics", slog.String("error", merr.Error()))
 	}

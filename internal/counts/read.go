@@ -3,7 +3,6 @@ package counts
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -30,11 +29,25 @@ type Response struct {
 	Plan     Plan     `json:"plan"`
 }
 
-// Series is the counts of one type (or of all, when Type is empty), one
-// point per bucket of the range, in time order, zeros included.
+// Series is the counts of one type (or of all, when Type is empty and
+// Other nil), one point per bucket of the range, in time order, zeros
+// included. The "other" series, last when there is one, has Other set and
+// no Type: it counts the events of the range that no other series holds.
 type Series struct {
 	Type   string  `json:"type,omitempty"`
+	Other  *Other  `json:"other,omitempty"`
 	Points []Point `json:"points"`
+}
+
+// Other says what the "other" series holds: the events of Types types that
+// the answer leaves out (the smallest, so that it has at most MaxSeries
+// series and fits Lambda's 6 MB), and, when Overflow is set, events the
+// counter counted without their type (more than MaxTypesPerHour types in
+// an hour of the range; docs/counts.md). With a `type` filter, such events
+// may or may not be of that type.
+type Other struct {
+	Types    int  `json:"types"`
+	Overflow bool `json:"overflow"`
 }
 
 // Point is the count of one bucket.
@@ -69,7 +82,7 @@ func Query(table string, r Request) *dynamodb.QueryInput {
 // source's counter partition, paged by DynamoDB's 1 MB.
 func Read(ctx context.Context, c QueryAPI, table string, r Request) (Response, error) {
 	resp := Response{Interval: r.Name, From: r.From.Format(time.RFC3339), To: r.To.Format(time.RFC3339)}
-	sums := map[string][]int64{}
+	t := tally{byType: map[string]*sum{}, overflow: &sum{}}
 	p := dynamodb.NewQueryPaginator(c, Query(table, r))
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
@@ -81,17 +94,18 @@ func Read(ctx context.Context, c QueryAPI, table string, r Request) (Response, e
 			resp.Plan.ConsumedRCU += aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
 		}
 		for _, it := range out.Items {
-			if err := r.add(sums, it); err != nil {
+			if err := r.add(t, it); err != nil {
 				return resp, err
 			}
 		}
 	}
-	resp.Series = r.series(sums)
+	resp.Series = r.series(t)
 	return resp, nil
 }
 
-// add sums one counter item's minutes into their buckets, by type.
-func (r Request) add(sums map[string][]int64, it map[string]types.AttributeValue) error {
+// add sums one counter item's minutes into their buckets: by type, and the
+// overflow apart unless the answer is one series of every event.
+func (r Request) add(t tally, it map[string]types.AttributeValue) error {
 	sk, _ := it[schema.SK].(*types.AttributeValueMemberS)
 	if sk == nil {
 		return fmt.Errorf("counter item without a sort key")
@@ -101,73 +115,66 @@ func (r Request) add(sums map[string][]int64, it map[string]types.AttributeValue
 		return fmt.Errorf("counter item %q: %w", sk.Value, err)
 	}
 	for name, v := range it {
-		if len(name) < 4 || !strings.HasPrefix(name, countPrefix) {
+		var (
+			typ    string
+			minute int
+			n      int64
+			err    error
+		)
+		switch {
+		case len(name) >= 4 && strings.HasPrefix(name, countPrefix):
+			typ, minute, n, err = counterOf(it, name, v)
+		case len(name) == 3 && strings.HasPrefix(name, overflowPrefix):
+			minute, n, err = overflowOf(name, v)
+		default:
 			continue
 		}
-		typ, minute, n, err := counterOf(it, name, v)
 		if err != nil {
 			return fmt.Errorf("counter item %s: %w", sk.Value, err)
 		}
-		t := hour.Add(time.Duration(minute) * time.Minute)
-		if t.Before(r.From) || !t.Before(r.To) || r.Type != "" && typ != r.Type {
+		at := hour.Add(time.Duration(minute) * time.Minute)
+		if at.Before(r.From) || !at.Before(r.To) || typ != "" && r.Type != "" && typ != r.Type {
 			continue
 		}
-		if !r.GroupByType {
-			typ = ""
+		s := t.overflow
+		switch {
+		case typ != "" && r.GroupByType:
+			s = t.series(typ)
+		case typ != "" || r.Type == "" && !r.GroupByType:
+			s = t.series("")
 		}
-		if sums[typ] == nil {
-			sums[typ] = make([]int64, r.Buckets())
-		}
-		sums[typ][t.Sub(r.From)/r.Interval] += n
+		s.add(int(at.Sub(r.From)/r.Interval), n)
 	}
 	return nil
 }
 
 // counterOf decodes the counter attribute name: c<mm><type id>.
 func counterOf(it map[string]types.AttributeValue, name string, v types.AttributeValue) (typ string, minute int, n int64, err error) {
-	minute, err = strconv.Atoi(name[1:3])
-	if err != nil || minute < 0 || minute > 59 {
-		return "", 0, 0, fmt.Errorf("counter %q: bad minute", name)
-	}
 	t, ok := it[typePrefix+name[3:]].(*types.AttributeValueMemberS)
 	if !ok {
 		return "", 0, 0, fmt.Errorf("counter %q: no type for id %q", name, name[3:])
 	}
+	minute, n, err = minuteCount(name, v)
+	return t.Value, minute, n, err
+}
+
+// overflowOf decodes an overflow counter: o<mm>.
+func overflowOf(name string, v types.AttributeValue) (minute int, n int64, err error) {
+	return minuteCount(name, v)
+}
+
+// minuteCount reads the minute in a counter's name and its number.
+func minuteCount(name string, v types.AttributeValue) (minute int, n int64, err error) {
+	minute, err = strconv.Atoi(name[1:3])
+	if err != nil || minute < 0 || minute > 59 {
+		return 0, 0, fmt.Errorf("counter %q: bad minute", name)
+	}
 	num, ok := v.(*types.AttributeValueMemberN)
 	if !ok {
-		return "", 0, 0, fmt.Errorf("counter %q is not a number", name)
+		return 0, 0, fmt.Errorf("counter %q is not a number", name)
 	}
 	if n, err = strconv.ParseInt(num.Value, 10, 64); err != nil {
-		return "", 0, 0, fmt.Errorf("counter %q: %w", name, err)
+		return 0, 0, fmt.Errorf("counter %q: %w", name, err)
 	}
-	return t.Value, minute, n, nil
-}
-
-// series turns the sums into the answer's series: one without a type, or
-// one per type with an event in the range, bytewise by type.
-func (r Request) series(sums map[string][]int64) []Series {
-	if !r.GroupByType {
-		return []Series{r.points("", sums[""])}
-	}
-	typs := make([]string, 0, len(sums))
-	for t := range sums {
-		typs = append(typs, t)
-	}
-	sort.Strings(typs)
-	out := make([]Series, 0, len(typs))
-	for _, t := range typs {
-		out = append(out, r.points(t, sums[t]))
-	}
-	return out
-}
-
-func (r Request) points(typ string, counts []int64) Series {
-	s := Series{Type: typ, Points: make([]Point, r.Buckets())}
-	for i := range s.Points {
-		s.Points[i].T = r.From.Add(time.Duration(i) * r.Interval).Format(time.RFC3339)
-		if counts != nil {
-			s.Points[i].Count = counts[i]
-		}
-	}
-	return s
+	return minute, n, nil
 }

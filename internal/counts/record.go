@@ -107,7 +107,9 @@ const (
 
 // Attribute names of a counter item.
 const (
-	countPrefix = "c" // c<mm><type id>: events of that type in minute mm
-	typePrefix  = "t" // t<type id>: the type the id stands for
-	markPrefix  = "w" // w<shard id>: the last sequence number of that shard counted here
+	countPrefix    = "c" // c<mm><type id>: events of that type in minute mm
+	typePrefix     = "t" // t<type id>: the type the id stands for
+	markPrefix     = "w" // w<shard id>: the last sequence number of that shard counted here
+	overflowPrefix = "o" // o<mm>: events of minute mm whose type the item does not keep (see MaxTypesPerHour)
+	keptAttr       = "k" // the string set of the ids of the types the item counts by name
 )

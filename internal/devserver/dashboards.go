@@ -96,7 +96,7 @@ func printDashboards(out io.Writer, src catalog.Response, charts map[string]coun
 			for i, p := range ser.Points {
 				n[i] = int(p.Count)
 			}
-			fmt.Fprintf(tw, "    %s\t%d\t|%s|\n", ser.Type, seriesTotal([]counts.Series{ser}), sparkline.Draw(n))
+			fmt.Fprintf(tw, "    %s\t%d\t|%s|\n", ser.Label(), seriesTotal([]counts.Series{ser}), sparkline.Draw(n))
 		}
 	}
 	tw.Flush()

@@ -16,6 +16,7 @@
   const MAX_ROWS = 2000; // rows a table keeps; past that the page asks for a narrower range
   const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac',
     '#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b'];
+  const OTHER_COLOUR = '#8c959f'; // the "other" series: neutral, apart from the palette
   // The time axis in 24-hour UTC: uPlot's table of tick formats by tick
   // spacing (seconds): the format, then what a tick adds at a new year,
   // month, day, hour, minute and second.
@@ -343,10 +344,13 @@
     clearChart();
     const series = counts.series;
     const total = series.reduce((n, s) => n + s.points.reduce((m, p) => m + p.count, 0), 0);
-    const types = series.map((s) => s.type);
+    const types = series.map((s) => (s.other ? otherLabel(s.other) : s.type));
     const dl = $('types');
     dl.textContent = '';
-    for (const t of types) { const o = document.createElement('option'); o.value = t; dl.append(o); }
+    for (const s of series) {
+      if (s.other) continue;
+      const o = document.createElement('option'); o.value = s.type; dl.append(o);
+    }
     $('chart-source').textContent = state.source + ' · ' + nf.format(total) + (total === 1 ? ' event' : ' events');
     if (!series.length) {
       $('chart-empty').hidden = false;
@@ -374,8 +378,8 @@
       ],
       series: [{ label: 'UTC', value: (u, v) => (v == null ? '–' : fmtTime(v * 1000)) }].concat(types.map((t, i) => ({
         label: t,
-        stroke: PALETTE[i % PALETTE.length],
-        fill: stacked ? PALETTE[i % PALETTE.length] + 'd0' : undefined,
+        stroke: colour(series[i], i),
+        fill: stacked ? colour(series[i], i) + 'd0' : undefined,
         width: stacked ? 1 : 1.5,
         points: { show: false },
         value: (u, v, si, idx) => (idx == null ? '–' : nf.format(raw[si - 1][idx])),
@@ -392,6 +396,21 @@
       },
     });
     plot = new uPlot(opts, [xs].concat(out), el);
+  }
+
+  // otherLabel names the API's "other" series: the events of the types it
+  // left out (the ones with fewest events, past 100 series or 6 MB) and of
+  // the types the counter did not keep (more than 100 in an hour).
+  function otherLabel(o) {
+    const parts = [];
+    if (o.types) parts.push(nf.format(o.types) + (o.types === 1 ? ' more type' : ' more types'));
+    if (o.overflow) parts.push('types not kept');
+    return 'other (' + parts.join(', ') + ')';
+  }
+
+  // colour is a series' colour: the palette's, grey for "other".
+  function colour(s, i) {
+    return s.other ? OTHER_COLOUR : PALETTE[i % PALETTE.length];
   }
 
   // measure records name: from the data's arrival ("chart:data") to now.

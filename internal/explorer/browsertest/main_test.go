@@ -76,6 +76,7 @@ type fixture struct {
 	base    string
 	types   []string // checkout-api's event types, sorted
 	written int      // checkout-api's events
+	many    int      // ManyTypes's events
 }
 
 var (
@@ -88,6 +89,13 @@ var (
 
 // Checkout is the source of the generated data: 10 types over 24 hours.
 const Checkout = "checkout-api"
+
+// ManyTypes is a source of hundreds of types (ManyTypesCount) over 24
+// hours: more than an answer lists, so its chart has an "other" series.
+const (
+	ManyTypes      = "sensor-fleet"
+	ManyTypesCount = 300
+)
 
 // Events is how many events Checkout gets: enough for a full chart and for
 // paging through 1,000.
@@ -132,6 +140,15 @@ func startServer(t *testing.T) (fixture, error) {
 		if err := post(base, "application/json", body, http.StatusAccepted); err != nil {
 			return f, err
 		}
+	}
+	many := manyTypesEvents(time.Now())
+	f.many = len(many)
+	body, _ := json.Marshal(many)
+	if err := post(base, "application/json", body, http.StatusAccepted); err != nil {
+		return f, err
+	}
+	if err := waitCounted(base, ManyTypes, f.many); err != nil {
+		return f, err
 	}
 	// A record that is not UTF-8, for the quarantine's hex view.
 	if err := post(base, "application/json", []byte("\xf3\x89\x9a\xc2 not an event \xff\x00\x01"), http.StatusBadRequest); err != nil {
@@ -240,6 +257,20 @@ func checkoutEvents(now time.Time) ([]map[string]any, []string) {
 	return evs, slices.Sorted(slices.Values(types))
 }
 
+// manyTypesEvents makes ManyTypes's events: type i has 1 + i%3 of them,
+// spread over the 24 hours before now.
+func manyTypesEvents(now time.Time) []map[string]any {
+	var evs []map[string]any
+	for i := range ManyTypesCount {
+		for j := range 1 + i%3 {
+			at := now.Add(-time.Duration(2+(i*53+j*397)%1420) * time.Minute)
+			evs = append(evs, map[string]any{"id": fmt.Sprintf("m-%d-%d", i, j), "source": ManyTypes,
+				"type": fmt.Sprintf("com.example.sensor.%03d.reading", i), "time": at.UTC().Format(time.RFC3339)})
+		}
+	}
+	return evs
+}
+
 // ---------------------------------------------------------------- the API
 
 type plan struct {
@@ -251,7 +282,11 @@ type plan struct {
 type countsAnswer struct {
 	Interval string `json:"interval"`
 	Series   []struct {
-		Type   string `json:"type"`
+		Type  string `json:"type"`
+		Other *struct {
+			Types    int  `json:"types"`
+			Overflow bool `json:"overflow"`
+		} `json:"other"`
 		Points []struct {
 			T     string `json:"t"`
 			Count int    `json:"count"`

@@ -73,6 +73,7 @@ func TestDocumentHasTheCodesBounds(t *testing.T) {
 		{"attribute bytes", float64(*schema("Attribute").MaxLength), cloudevent.MaxAttrBytes},
 		{"source parameter bytes", float64(*param(query.EventsRoute, "source").MaxLength), cloudevent.MaxAttrBytes},
 		{"buckets", float64(*schema("Counts").Properties["series"].Value.Items.Value.Properties["points"].Value.MaxItems), counts.MaxBuckets},
+		{"series", float64(*schema("Counts").Properties["series"].Value.MaxItems), counts.MaxSeries + 1},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: the document says %v, the code %v", c.name, c.got, c.want)

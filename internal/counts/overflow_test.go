@@ -1,0 +1,357 @@
+package counts_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/internal/emf"
+	"github.com/shardline/shardline/internal/faultproxy"
+	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// floodType is the i-th type of the flooding producer: 200 bytes, an id in
+// it, as a producer that puts a uuid in `type` sends.
+func floodType(i int) string {
+	return fmt.Sprintf("flood.%05d.", i) + strings.Repeat("x", 188)
+}
+
+// TestCounterOverflow: one source sends 2,000 distinct 200-byte types in
+// one hour (about 440 KB of counters in one item, had it kept them all),
+// interleaved on the same stream shard with two ordinary sources. Every
+// batch succeeds at its first delivery, as the mapping would deliver it:
+// no batch is retried, so nothing blocks the shard. The ordinary sources'
+// counts are exact, and stay current when they send more afterwards; the
+// flooding source's total is exact in every bucket, its first 100 types
+// are counted by name and the rest in the overflow, answered as the
+// "other" series; the metric says how many events overflowed, and the
+// item stays far from 400 KB. Delivered again, nothing counts twice.
+func TestCounterOverflow(t *testing.T) {
+	e := newEnv(t)
+	hour := now.Add(-time.Hour) // 11:00, a whole hour before now
+	var batch []ev
+	for i := range 2000 {
+		batch = append(batch, ev{"flood", fmt.Sprint(i), floodType(i), hour.Add(time.Duration(i) * 1790 * time.Millisecond)})
+		if i%10 == 0 {
+			batch = append(batch, ev{fmt.Sprintf("calm-%d", i/10%2), fmt.Sprint(i), fmt.Sprintf("order.%d", i%3),
+				hour.Add(time.Duration(i) * 1790 * time.Millisecond).Add(-30 * time.Minute)})
+		}
+	}
+	for i := 0; i < len(batch); i += 500 {
+		e.send(t, e.ingest, e.add(batch[i:min(i+500, len(batch))]...))
+	}
+
+	var metrics, logs bytes.Buffer
+	f := counts.NewFunction(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testdb.Client(t, testdb.Endpoint(t)),
+		slog.New(slog.NewJSONHandler(&logs, nil)), emf.New(&metrics, counts.Dimensions()))
+	recs := e.stream(t)
+	invokeOnce(t, f, recs, 1000)
+
+	from, to := hour.Add(-time.Hour).Format(time.RFC3339), now.Format(time.RFC3339)
+	for _, s := range []string{"calm-0", "calm-1"} {
+		e.check(t, s, from, to)
+	}
+	total := e.checkOverflow(t, "flood", from, to, counts.MaxTypesPerHour)
+	q := url.Values{"source": {"flood"}, "from": {from}, "to": {to}, "interval": {"1m"}, "group_by": {"type"}}
+	last := floodType(1999) // sent last: overflowed
+	q.Set("type", last)
+	if got := e.read(t, q).Series; len(got) != 1 || got[0].Other == nil || !got[0].Other.Overflow {
+		t.Errorf("type=%.20s… by type: %d series; want only the overflow's", last, len(got))
+	}
+	q.Del("group_by")
+	if got := e.read(t, q).Series; len(got) != 2 || got[0].Other != nil || got[1].Other == nil || !got[1].Other.Overflow {
+		t.Errorf("type=%.20s…: %d series; want its own (empty) and the overflow's", last, len(got))
+	}
+
+	if overflowed := metricSum(t, &metrics, counts.MetricOverflow); overflowed != 2000-counts.MaxTypesPerHour || total != 2000 {
+		t.Errorf("the metric %s says %d events overflowed; want %d of %d", counts.MetricOverflow, overflowed, 2000-counts.MaxTypesPerHour, total)
+	}
+	if !strings.Contains(logs.String(), `"msg":"counted without type","source":"flood"`) {
+		t.Errorf("no log names the flooding source:\n%.2000s", logs.String())
+	}
+	size := itemBytes(t, e.table, "flood", bucketing.Hour(hour))
+	t.Logf("the flooding source's hour item: %d bytes", size)
+	if size > 64<<10 {
+		t.Errorf("the flooding source's hour item is %d bytes; 100 types of 200 bytes should take about 30 KB", size)
+	}
+
+	// The ordinary sources go on, and are counted at once.
+	var more []ev
+	for i := range 60 {
+		more = append(more, ev{fmt.Sprintf("calm-%d", i%2), fmt.Sprintf("more-%d", i), "order.9", now.Add(-time.Duration(i) * time.Minute)})
+	}
+	e.send(t, e.ingest, e.add(more...))
+	again := e.stream(t)
+	for shard, rs := range again {
+		again[shard] = rs[len(recs[shard]):]
+	}
+	invokeOnce(t, f, again, 1000)
+	for _, s := range []string{"calm-0", "calm-1"} {
+		e.check(t, s, from, to)
+	}
+
+	// Every record again, to a new container, with other boundaries.
+	metrics.Reset()
+	cold := counts.NewFunction(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testdb.Client(t, testdb.Endpoint(t)),
+		nil, emf.New(&metrics, counts.Dimensions()))
+	invokeOnce(t, cold, e.stream(t), 333)
+	if n, o := metricSum(t, &metrics, "Counted"), metricSum(t, &metrics, counts.MetricOverflow); n != 0 || o != 0 {
+		t.Errorf("redelivered, %d events counted again, %d of them overflowed", n, o)
+	}
+	e.checkOverflow(t, "flood", from, to, counts.MaxTypesPerHour)
+}
+
+// invokeOnce delivers every shard's records to f in batches of n, each
+// once: a batch that fails is a batch the mapping would retry, holding up
+// every source on its shard.
+func invokeOnce(t *testing.T, f *counts.Function, recs map[string][]events.DynamoDBEventRecord, n int) {
+	t.Helper()
+	for shard, rs := range recs {
+		for i := 0; i < len(rs); i += n {
+			ev := events.DynamoDBTimeWindowEvent{}
+			ev.ShardID = shard
+			ev.Records = rs[i:min(i+n, len(rs))]
+			if _, err := f.Invoke(context.Background(), ev); err != nil {
+				t.Fatalf("batch %d of shard %s failed, and would be retried: %v", i/n, shard, err)
+			}
+		}
+	}
+}
+
+// checkOverflow compares the flooding source's counts with the reference:
+// the one series of all its events exactly; by type, each type's series
+// exactly, named of them, and the "other" series the rest, marked as
+// overflow. It returns the events counted.
+func (e *env) checkOverflow(t *testing.T, source, from, to string, named int) int {
+	t.Helper()
+	all := e.read(t, url.Values{"source": {source}, "from": {from}, "to": {to}, "interval": {"1m"}})
+	ref := e.reference(e.request(t, url.Values{"source": {source}, "from": {from}, "to": {to}, "interval": {"1m"}}))
+	if g, w := flatten(all), flatten(ref); g != w {
+		t.Fatalf("all of %s:\n got %.300s\nwant %.300s", source, g, w)
+	}
+	q := url.Values{"source": {source}, "from": {from}, "to": {to}, "interval": {"1m"}, "group_by": {"type"}}
+	byType := e.read(t, q)
+	ref = e.reference(e.request(t, q))
+	want := map[string]counts.Series{}
+	for _, s := range ref.Series {
+		want[s.Type] = s
+	}
+	n := len(byType.Series)
+	other := byType.Series[n-1]
+	if other.Other == nil || !other.Other.Overflow || other.Other.Types != 0 || other.Type != "" {
+		t.Fatalf("the last series is %+v; want the other series, of overflow only", other.Other)
+	}
+	if n-1 != named {
+		t.Errorf("%d types counted by name; want %d", n-1, named)
+	}
+	sums := make([]int64, len(other.Points))
+	for _, s := range byType.Series {
+		if s.Other == nil {
+			if g, w := flatten(counts.Response{Series: []counts.Series{s}}), flatten(counts.Response{Series: []counts.Series{want[s.Type]}}); g != w {
+				t.Fatalf("type %.20s…:\n got %.300s\nwant %.300s", s.Type, g, w)
+			}
+		}
+		for i, p := range s.Points {
+			sums[i] += p.Count
+		}
+	}
+	total := 0
+	for i, p := range all.Series[0].Points {
+		if sums[i] != p.Count {
+			t.Fatalf("at %s the series by type add up to %d; the source has %d events", p.T, sums[i], p.Count)
+		}
+		total += int(p.Count)
+	}
+	return total
+}
+
+func (e *env) request(t *testing.T, q url.Values) counts.Request {
+	t.Helper()
+	r, err := counts.ParseRequest(q.Encode(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (e *env) read(t *testing.T, q url.Values) counts.Response {
+	t.Helper()
+	resp, err := counts.Read(context.Background(), testdb.Client(t, testdb.Endpoint(t)), e.table, e.request(t, q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// metricSum adds up metric name over the EMF lines written.
+func metricSum(t *testing.T, out *bytes.Buffer, name string) int {
+	t.Helper()
+	n := 0.0
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("metric line %q: %v", sc.Text(), err)
+		}
+		v, _ := line[name].(float64)
+		n += v
+	}
+	return int(n)
+}
+
+// itemBytes is the size of a counter item as DynamoDB counts it.
+func itemBytes(t *testing.T, table, source, hour string) int {
+	t.Helper()
+	out, err := testdb.Client(t, testdb.Endpoint(t)).GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(table),
+		Key: map[string]types.AttributeValue{
+			schema.PK: &types.AttributeValueMemberS{Value: bucketing.CounterPK(source)},
+			schema.SK: &types.AttributeValueMemberS{Value: hour},
+		},
+	})
+	if err != nil || out.Item == nil {
+		t.Fatalf("counter item of %s %s: %v", source, hour, err)
+	}
+	return item.Bytes(out.Item)
+}
+
+// invalid is DynamoDB refusing a request for its content, as it refuses an
+// update that would take an item past 400 KB.
+var invalid = &faultproxy.Fault{Status: 400, Code: "ValidationException"}
+
+// TestCounterNeverRetriesARefusedUpdate: DynamoDB refuses the updates of
+// one source's item for their content. An update with types is sent once,
+// then once more without them (its events counted in the overflow); an
+// item that refuses even that fails the batch, after every other item of
+// it was counted, and a redelivery sends the refused item two requests
+// again and the others none. The other source's counts stay exact.
+func TestCounterNeverRetriesARefusedUpdate(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		withType bool // refuse only the updates that name types
+	}{{"with types", true}, {"every update", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			var batch []ev
+			for i := range 40 {
+				batch = append(batch, ev{[]string{"good", "bad"}[i%2], fmt.Sprint(i), fmt.Sprintf("t%d", i%3), now.Add(-time.Duration(i+1) * time.Minute)})
+			}
+			e.send(t, e.ingest, e.add(batch...))
+			p := faultproxy.For(t, testdb.Endpoint(t))
+			bad := fmt.Sprintf(`{"S":%q}`, bucketing.CounterPK("bad"))
+			var badUpdates atomic.Int64
+			p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+				if r.Op != "UpdateItem" || !bytes.Contains(r.Body, []byte(bad)) {
+					return nil, nil
+				}
+				badUpdates.Add(1)
+				if !c.withType || bytes.Contains(r.Body, []byte(`"SS"`)) {
+					return invalid, nil
+				}
+				return nil, nil
+			})
+			ctr := e.counter(t, p.URL)
+			recs := e.stream(t)
+			for round := range 2 {
+				before, refused := badUpdates.Load(), p.Faults.Load()
+				var err error
+				var st counts.Stats
+				for shard, rs := range recs {
+					st, err = ctr.Apply(context.Background(), shard, rs)
+				}
+				updates, faults := badUpdates.Load()-before, p.Faults.Load()-refused
+				switch {
+				case c.withType && (err != nil || st.Fallbacks != 1-round || st.Overflowed != 20*(1-round) || faults != int64(1-round)):
+					t.Fatalf("round %d: %v; %d fallbacks, %d overflowed, %d refused", round, err, st.Fallbacks, st.Overflowed, faults)
+				case !c.withType && (err == nil || !strings.Contains(err.Error(), "cannot be counted") || faults != 2 || updates != 2):
+					t.Fatalf("round %d: %v; %d updates, %d refused; want the bad item's two, refused", round, err, updates, faults)
+				}
+			}
+			from, to := now.Add(-time.Hour).Format(time.RFC3339), now.Format(time.RFC3339)
+			e.check(t, "good", from, to)
+			if c.withType {
+				e.checkAll(t, "bad", from, to)
+			}
+		})
+	}
+}
+
+// checkAll compares the one series of all of source's events with the
+// reference, at every interval.
+func (e *env) checkAll(t *testing.T, source, from, to string) {
+	t.Helper()
+	for _, iv := range []string{"1m", "5m", "1h"} {
+		q := url.Values{"source": {source}, "from": {from}, "to": {to}, "interval": {iv}}
+		if g, w := flatten(e.read(t, q)), flatten(e.reference(e.request(t, q))); g != w {
+			t.Fatalf("all of %s per %s:\n got %.300s\nwant %.300s", source, iv, g, w)
+		}
+	}
+}
+
+// TestCounterCapUnderConcurrency: four containers, as four stream shards,
+// count one hour of 30 types at once under a cap of 7. The item ends with
+// exactly 7 types counted by name, each of them with all its events, and
+// the other 23 in the overflow: the cap's condition holds under concurrent
+// updates, and a type is never counted partly by name.
+func TestCounterCapUnderConcurrency(t *testing.T) {
+	e := newEnv(t)
+	var batch []ev
+	for i := range 400 {
+		batch = append(batch, ev{"busy", fmt.Sprint(i), fmt.Sprintf("k%02d", i*7%30), now.Add(-time.Hour).Add(time.Duration(i) * 8 * time.Second)})
+	}
+	e.send(t, e.ingest, e.add(batch...))
+	var all []events.DynamoDBEventRecord
+	for _, rs := range e.stream(t) {
+		all = append(all, rs...)
+	}
+	// Each record goes to one of four "shards", in order: each counts it
+	// under its own watermark, as DynamoDB's shards do.
+	shards := make([][]events.DynamoDBEventRecord, 4)
+	for i, r := range all {
+		shards[i%4] = append(shards[i%4], r)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i, rs := range shards {
+		c := e.counter(t, testdb.Endpoint(t))
+		c.MaxTypes = 7
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < len(rs); j += 10 {
+				if _, err := c.Apply(context.Background(), fmt.Sprintf("shard-%d", i), rs[j:min(j+10, len(rs))]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	from, to := now.Add(-2*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339)
+	if n := e.checkOverflow(t, "busy", from, to, 7); n != 400 {
+		t.Fatalf("%d events counted, want 400", n)
+	}
+}
