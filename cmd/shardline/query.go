@@ -78,7 +78,7 @@ func (f *queryFlags) parse(args []string) error {
 // eventsPage is the answer of GET /v1/events.
 type eventsPage struct {
 	Events     []json.RawMessage `json:"events"`
-	NextCursor string            `json:"next_cursor"`
+	NextCursor string            `json:"next_cursor"` // "" on the last page (absent from APIs before it was always sent)
 	Plan       json.RawMessage   `json:"plan"`
 }
 

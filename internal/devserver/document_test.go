@@ -21,7 +21,7 @@ func TestServesTheDocument(t *testing.T) {
 	mux := httpapi.NewMux()
 	mux.Handle("GET /v1/sources", func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"},
-			Body: `{"sources":[]}`}, nil
+			Body: `{"sources":[],"next_cursor":""}`}, nil
 	})
 	srv := httptest.NewServer(withDocument(mux))
 	defer srv.Close()
