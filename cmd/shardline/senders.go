@@ -135,7 +135,7 @@ func (s *kinesisSender) add(ctx context.Context, ev inputEvent) error {
 	s.mu.Lock()
 	s.pop(ev.id)
 	s.mu.Unlock()
-	if errors.Is(err, producer.ErrTooLarge) {
+	if errors.Is(err, producer.ErrTooLarge) || errors.Is(err, producer.ErrPartitionKey) {
 		s.t.reject(ev.at, ev.id, err.Error())
 		return nil
 	}
