@@ -400,6 +400,11 @@ func quarantineList(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// count is n and the noun that goes with it: "1 event", "2 events".
+func count(n int, one, many string) string {
+	return fmt.Sprintf("%d %s", n, plural(n, one, many))
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one

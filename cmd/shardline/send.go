@@ -134,7 +134,7 @@ func sendCmd(args []string, stdout, stderr io.Writer) error {
 	t.summary(stdout, s.target(), s.words().outcomeWords)
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("interrupted after reading %d events; the summary says what became of them", t.read.Load())
+		return fmt.Errorf("interrupted after reading %s; the summary says what became of them", count(int(t.read.Load()), "event", "events"))
 	case readErr != nil:
 		return fmt.Errorf("%w; the events before it were sent (see the summary)", readErr)
 	case closeErr != nil:

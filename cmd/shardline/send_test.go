@@ -119,7 +119,7 @@ func TestSendBadInput(t *testing.T) {
 	}
 	stdin = strings.NewReader(event("cli/bad", "s-1", "t", now) + "\n")
 	defer func() { stdin = nil }()
-	if code, out, errs := sh("send", "-api", base, "-progress"); code != 0 || !strings.Contains(out, "sent      1") {
+	if code, out, errs := sh("send", "-api", base, "-progress"); code != 0 || !strings.Contains(out, "sent      1") || !strings.HasPrefix(out, "1 event read, to POST ") {
 		t.Errorf("stdin: code %d\nout %s\nerr %s", code, out, errs)
 	}
 }
