@@ -59,7 +59,7 @@ func localAPI(t *testing.T, withCounts bool) string {
 	}
 	mux := httpapi.NewMux()
 	mux.Handle("POST "+ingest.Route, checked(h.HTTP))
-	for _, r := range []string{query.EventsRoute, query.CountsRoute} {
+	for _, r := range []string{query.EventsRoute, query.CountsRoute, query.QuarantineRoute} {
 		mux.Handle("GET "+r, checked(qh.HTTP))
 	}
 	srv := httptest.NewServer(mux)

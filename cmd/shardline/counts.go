@@ -158,7 +158,7 @@ func printCounts(w io.Writer, f *countsFlags, resp counts.Response) {
 		fmt.Fprintf(w, "%s%s%s%s\n", indent, from, strings.Repeat(" ", gap), to)
 	}
 	if len(lines) > 1 {
-		fmt.Fprintf(w, "%d events in all\n", all)
+		fmt.Fprintf(w, "%s in all\n", count(int(all), "event", "events"))
 	}
 }
 

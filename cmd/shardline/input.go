@@ -55,16 +55,23 @@ func readInput(ctx context.Context, name string, r io.Reader, add func(inputEven
 	br := bufio.NewReaderSize(lr, 64<<10)
 	dec := json.NewDecoder(br)
 	where := func(off int64) string { return fmt.Sprintf("%s:%d", name, lr.line(off)) }
+	// fail names the line where the bad value begins: the decoder may
+	// find the fault only on a later line (a value cut short runs into the
+	// next line's), which is then said too.
 	fail := func(err error, last int64) error {
+		start := lr.start(last)
 		var syn *json.SyntaxError
 		var typ *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &syn):
-			return fmt.Errorf("%s: not JSON: %w", where(syn.Offset), err)
+			if found := lr.line(max(syn.Offset-1, start)); found != lr.line(start) {
+				return fmt.Errorf("%s: not JSON: %w (found on line %d; is the value that begins here cut short?)", where(start), err, found)
+			}
+			return fmt.Errorf("%s: not JSON: %w", where(start), err)
 		case errors.As(err, &typ):
 			return fmt.Errorf("%s: %w", where(typ.Offset), err)
 		case errors.Is(err, io.ErrUnexpectedEOF):
-			return fmt.Errorf("%s: the input ends inside the JSON value that begins here", where(lr.next(last)))
+			return fmt.Errorf("%s: the input ends inside the JSON value that begins here", where(start))
 		}
 		return fmt.Errorf("%s: read: %w", where(last), err)
 	}
@@ -167,12 +174,14 @@ func peekNonSpace(br *bufio.Reader) (byte, error) {
 }
 
 // lineReader counts the lines of what is read through it, keeping the
-// offsets of the newlines not yet forgotten.
+// offsets of the newlines, and the bytes, not yet forgotten.
 type lineReader struct {
 	r       io.Reader
 	read    int64   // bytes read
 	nl      []int64 // offsets of the newlines since the last forget
 	dropped int     // newlines forgotten
+	kept    []byte  // the bytes read since the last forget, from offset keptAt
+	keptAt  int64
 }
 
 func (l *lineReader) Read(p []byte) (int, error) {
@@ -182,8 +191,23 @@ func (l *lineReader) Read(p []byte) (int, error) {
 			l.nl = append(l.nl, l.read+int64(i))
 		}
 	}
+	l.kept = append(l.kept, p[:n]...)
 	l.read += int64(n)
 	return n, err
+}
+
+// start is the offset of the first byte from off on that is not JSON
+// whitespace: where the value read from off begins. off when there is
+// none.
+func (l *lineReader) start(off int64) int64 {
+	for i := max(off-l.keptAt, 0); i < int64(len(l.kept)); i++ {
+		switch l.kept[i] {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return l.keptAt + i
+		}
+	}
+	return off
 }
 
 // line is the line (from 1) of the byte at offset off.
@@ -191,19 +215,15 @@ func (l *lineReader) line(off int64) int {
 	return l.dropped + sort.Search(len(l.nl), func(i int) bool { return l.nl[i] >= off }) + 1
 }
 
-// next is the offset of the line after off when off is a newline (where
-// the next value of NDJSON begins), else off.
-func (l *lineReader) next(off int64) int64 {
-	i := sort.Search(len(l.nl), func(i int) bool { return l.nl[i] >= off })
-	if i < len(l.nl) && l.nl[i] == off {
-		return off + 1
-	}
-	return off
-}
-
-// forget drops the newlines before off: no line is asked of them again.
+// forget drops the newlines and bytes before off: no line is asked of
+// them again. The bytes are resliced, not copied: what is kept is at most
+// the reader's look-ahead and the value under way.
 func (l *lineReader) forget(off int64) {
 	i := sort.Search(len(l.nl), func(i int) bool { return l.nl[i] >= off })
 	l.dropped += i
 	l.nl = l.nl[i:]
+	if k := off - l.keptAt; k > 0 { // off is never past what was read
+		l.kept = l.kept[k:]
+		l.keptAt = off
+	}
 }

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/ddberr"
@@ -25,7 +27,7 @@ import (
 
 // quarantineHelp is what "shardline quarantine -h" prints before the flags.
 const quarantineHelp = `usage: shardline quarantine replay -from T [-to T] [-reason PREFIX] [-dry-run] [-v]
-       shardline quarantine list -from T [-to T] [-reason PREFIX] [-raw]
+       shardline quarantine list -from T [-to T] [-reason PREFIX] [-raw] [-api URL | -table NAME]
 
 replay checks the records quarantined between -from and -to (by the time
 they were received) again, under the ingest function's current rules: after
@@ -49,26 +51,36 @@ Content-Type, a ce-* header other than ce-time) are never stored: have the
 producer send them again. Progress goes to stderr, the summary to stdout;
 the exit status is 1 if any record could not be stored or marked.
 
-list prints the records, one JSON object a line, with their marks.
+list prints the records, one JSON object a line, with their marks. It
+reads the table when one is configured (-table, EVENTS_TABLE, or
+AWS_ENDPOINT_URL_DYNAMODB), else the HTTP API's GET /v1/quarantine (-api,
+default $SHARDLINE_API or make run's http://127.0.0.1:8080; signed with
+SigV4 for a deployed API, as the other API commands are): against make run,
+"shardline quarantine list -from 1h" needs nothing else.
 
-Configuration: the ingest function's environment variables, set as the
-deployed function has them, changing only the rule you mean to change:
-EVENTS_TABLE (or -table), MAX_EVENT_BYTES, RETENTION_DAYS, SHARDS_DEFAULT,
-SHARDS_OVERRIDES, GSI_SHARDS_DEFAULT, GSI_SHARDS_OVERRIDES,
+Configuration of the table: the ingest function's environment variables,
+set as the deployed function has them, changing only the rule you mean to
+change: EVENTS_TABLE (or -table), MAX_EVENT_BYTES, RETENTION_DAYS,
+SHARDS_DEFAULT, SHARDS_OVERRIDES, GSI_SHARDS_DEFAULT, GSI_SHARDS_OVERRIDES,
 QUARANTINE_SHARDS, WRITE_CONCURRENCY. AWS credentials and region come from
-the SDK's default chain (AWS_PROFILE, AWS_REGION, ...);
-AWS_ENDPOINT_URL_DYNAMODB=http://localhost:8000 points it at DynamoDB Local.
+the SDK's default chain (AWS_PROFILE, AWS_REGION, ...). Against make run,
+AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 is all it takes: for an
+endpoint on this machine the table defaults to make run's shardline-events,
+and local credentials and region are used.
 
 Permissions (IAM, on the events table; partition-key prefixes as
-dynamodb:LeadingKeys): list and -dry-run need dynamodb:Query on Q# and
-dynamodb:GetItem on M#. replay also needs dynamodb:UpdateItem on Q# (the
+dynamodb:LeadingKeys): list (from the table) and -dry-run need
+dynamodb:Query on Q# and dynamodb:GetItem on M#; list through the API
+needs execute-api:Invoke on GET /v1/quarantine instead. replay also needs dynamodb:UpdateItem on Q# (the
 marks), dynamodb:BatchWriteItem on E# (events), dynamodb:PutItem and
 dynamodb:UpdateItem on M# (shard records, hour indexes) and
 dynamodb:PutItem on S# (the sources catalogue). The stack's functions are
 not granted this: replay is an operator's command.
 
 examples:
+  shardline quarantine list -from 1h                        make run's, through its API
   shardline quarantine list -from 2026-11-21 -reason 'event: is '
+  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 shardline quarantine replay -from 1h -dry-run
   MAX_EVENT_BYTES=200000 shardline quarantine replay -from 2026-11-21 -dry-run
   MAX_EVENT_BYTES=200000 shardline quarantine replay -from 2026-11-21T00:00:00Z \
       -to 2026-11-22T00:00:00Z -reason 'event: is '
@@ -101,13 +113,14 @@ type quarantineFlags struct {
 	table                string
 	dryRun, verbose, raw bool
 	progress             time.Duration
+	api                  apiFlags // list only
 }
 
 func newQuarantineFlags(sub string, stderr io.Writer) *quarantineFlags {
 	q := &quarantineFlags{fs: flag.NewFlagSet("shardline quarantine "+sub, flag.ContinueOnError)}
 	fs := q.fs
 	fs.SetOutput(stderr)
-	fs.StringVar(&q.from, "from", "", "start of the range of times received, inclusive (required): RFC 3339, epoch milliseconds, or a UTC day such as 2026-11-21")
+	fs.StringVar(&q.from, "from", "", "start of the range of times received, inclusive (required): RFC 3339, epoch milliseconds, a UTC day such as 2026-11-21, or a duration ago such as 1h")
 	fs.StringVar(&q.to, "to", "", "end of the range, exclusive, in the same forms (default now)")
 	fs.StringVar(&q.reason, "reason", "", "only records whose reason begins with this, such as 'event: is ' (too large) or 'time: '")
 	fs.StringVar(&q.table, "table", "", "the events table (default $EVENTS_TABLE)")
@@ -117,6 +130,7 @@ func newQuarantineFlags(sub string, stderr io.Writer) *quarantineFlags {
 		fs.DurationVar(&q.progress, "progress", replay.DefaultProgressEvery, "log progress on stderr this often, and every 1,000 records")
 	} else {
 		fs.BoolVar(&q.raw, "raw", false, "include each record's bytes, base64")
+		q.api.register(fs)
 	}
 	fs.Usage = func() {
 		fmt.Fprint(stderr, quarantineHelp)
@@ -138,11 +152,11 @@ func (q *quarantineFlags) parse(args []string, now time.Time) (replay.Range, err
 	}
 	rg := replay.Range{To: now.UTC(), Reason: q.reason}
 	var err error
-	if rg.From, err = parseWhen("-from", q.from); err != nil {
+	if rg.From, err = parseWhen("-from", q.from, now); err != nil {
 		return rg, err
 	}
 	if q.to != "" {
-		if rg.To, err = parseWhen("-to", q.to); err != nil {
+		if rg.To, err = parseWhen("-to", q.to, now); err != nil {
 			return rg, err
 		}
 	}
@@ -153,10 +167,13 @@ func (q *quarantineFlags) parse(args []string, now time.Time) (replay.Range, err
 }
 
 // parseWhen reads a time as the read API does (RFC 3339, epoch
-// milliseconds), or a UTC day.
-func parseWhen(name, s string) (time.Time, error) {
+// milliseconds), a UTC day, or a Go duration meaning that long before now.
+func parseWhen(name, s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d).UTC(), nil
 	}
 	return params.ParseTime(name, s)
 }
@@ -171,7 +188,38 @@ type quarantineEnv struct {
 	stop   context.CancelFunc
 }
 
+// devTable is make run's table, the default for a DynamoDB on this machine.
+const devTable = "shardline-events"
+
+// dynamoEndpoint is the DynamoDB endpoint the SDK's variables set, if any.
+func dynamoEndpoint() string {
+	if v := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"); v != "" {
+		return v
+	}
+	return os.Getenv("AWS_ENDPOINT_URL")
+}
+
+// localDynamo is the endpoint when it is on this machine (make run's
+// DynamoDB Local), else "".
+func localDynamo() string {
+	e := dynamoEndpoint()
+	if u, err := url.Parse(e); err == nil && u.Host != "" && isLoopback(u.Hostname()) {
+		return e
+	}
+	return ""
+}
+
+// tableConfigured tells whether the table is configured, so that list
+// reads it rather than the API.
+func tableConfigured(flagTable string) bool {
+	return flagTable != "" || os.Getenv(ingest.EnvTable) != "" || dynamoEndpoint() != ""
+}
+
 func newQuarantineEnv(table string) (*quarantineEnv, error) {
+	local := localDynamo()
+	if table == "" && os.Getenv(ingest.EnvTable) == "" && local != "" {
+		table = devTable
+	}
 	getenv := os.Getenv
 	if table != "" {
 		getenv = func(k string) string {
@@ -183,10 +231,18 @@ func newQuarantineEnv(table string) (*quarantineEnv, error) {
 	}
 	cfg, err := ingest.ConfigFromEnv(getenv)
 	if err != nil {
-		return nil, fmt.Errorf("configuration: %w (or pass -table; set the ingest function's variables as it has them deployed)", err)
+		return nil, fmt.Errorf("configuration: %w. For a deployed stack, pass -table or set the ingest function's variables as it has them. "+
+			"Against make run, AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 is all it takes (the table %s, local credentials); "+
+			"quarantine list also reads through make run's API with no variables at all", err, devTable)
 	}
 	e := &quarantineEnv{cfg: cfg}
 	e.ctx, e.stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if local != "" {
+		// DynamoDB Local keeps tables per region and access key unless
+		// shared: make run's server and client use these.
+		e.client = ddbclient.Static(local, cfg.WriteConcurrency)
+		return e, nil
+	}
 	if e.client, err = ddbclient.New(e.ctx, cfg.WriteConcurrency); err != nil {
 		e.stop()
 		return nil, err
@@ -273,7 +329,16 @@ func replayError(err error) error {
 	case ddberr.Classify(err) == ddberr.Refused:
 		return fmt.Errorf("quarantine replay: %w; check that these credentials have the permissions that shardline quarantine -h lists", err)
 	}
-	return fmt.Errorf("quarantine replay: %w", err)
+	return fmt.Errorf("quarantine replay: %w%s", err, tableHint(err))
+}
+
+// tableHint is what to check when the table is not there, else "".
+func tableHint(err error) string {
+	var nf *types.ResourceNotFoundException
+	if !errors.As(err, &nf) {
+		return ""
+	}
+	return fmt.Sprintf("; check EVENTS_TABLE (or -table) and the region, and for make run's table (%s, the default for a DynamoDB on this machine) that make run is running", devTable)
 }
 
 // listedRecord is a line of "shardline quarantine list".
@@ -293,12 +358,21 @@ type listedReplay struct {
 	Outcome string `json:"outcome"`
 }
 
-// quarantineList is "shardline quarantine list".
+// quarantineList is "shardline quarantine list": from the table when one
+// is configured, else through the API.
 func quarantineList(args []string, stdout, stderr io.Writer) error {
 	q := newQuarantineFlags("list", stderr)
 	rg, err := q.parse(args, time.Now())
 	if err != nil {
 		return err
+	}
+	apiSet := false
+	q.fs.Visit(func(f *flag.Flag) { apiSet = apiSet || f.Name == "api" || f.Name == "sign" })
+	if apiSet && q.table != "" {
+		return errors.New("-api and -table both given: list reads one, the API or the table")
+	}
+	if apiSet || !tableConfigured(q.table) {
+		return quarantineListAPI(q, rg, stdout, stderr)
 	}
 	env, err := newQuarantineEnv(q.table)
 	if err != nil {
@@ -321,9 +395,14 @@ func quarantineList(args []string, stdout, stderr io.Writer) error {
 	})
 	fmt.Fprintf(stderr, "%d quarantined %s\n", n, plural(n, "record", "records"))
 	if err != nil {
-		return fmt.Errorf("quarantine list: %w", err)
+		return fmt.Errorf("quarantine list: %w%s", err, tableHint(err))
 	}
 	return nil
+}
+
+// count is n and the noun that goes with it: "1 event", "2 events".
+func count(n int, one, many string) string {
+	return fmt.Sprintf("%d %s", n, plural(n, one, many))
 }
 
 func plural(n int, one, many string) string {

@@ -5,14 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/internal/testkinesis"
 	"github.com/shardline/shardline/internal/testsqs"
@@ -88,8 +93,11 @@ func TestQuarantineCommands(t *testing.T) {
 	if code, _, errs := sh("quarantine", "replay"); code != 1 || !strings.Contains(errs, "shardline: quarantine replay: read the quarantine of table no-such-table") {
 		t.Errorf("a missing table: code %d, %q", code, errs)
 	}
+	// No table named, and DynamoDB on this machine: make run's table, not
+	// there in this test's DynamoDB Local; said, with what to check.
 	t.Setenv("EVENTS_TABLE", "")
-	if code, _, errs := sh("quarantine", "replay"); code != 1 || !strings.Contains(errs, "EVENTS_TABLE is required") {
+	if code, _, errs := sh("quarantine", "replay"); code != 1 || !strings.Contains(errs, "read the quarantine of table shardline-events") ||
+		!strings.Contains(errs, "that make run is running") {
 		t.Errorf("no table: code %d, %q", code, errs)
 	}
 	if code, out, errs := sh("quarantine", "list", "-table", table); code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(errs, "2 quarantined records") {
@@ -121,5 +129,85 @@ func TestQuarantineCommandLine(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"quarantine", "replay", "-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "dynamodb:BatchWriteItem on E#") {
 		t.Errorf("replay -h: code %d, %q", code, errb.String())
+	}
+}
+
+// TestQuarantineListThroughAPI: with no table configured, list reads make
+// run's API (here $SHARDLINE_API), with no AWS variables at all: the same
+// lines as from the table, the reason filter, -raw, and a range longer
+// than the API's 31 days read window by window.
+func TestQuarantineListThroughAPI(t *testing.T) {
+	localEnv(t)
+	base := localAPI(t, false)
+	resp, err := http.Post(base+"/v1/events", "application/json", strings.NewReader(
+		`[{"id":"ok","source":"cli/quar","type":"t"},{"id":"no-type","source":"cli/quar"},{"id":"late","source":"cli/quar","type":"t","time":"2001-01-01T00:00:00Z"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST: %d", resp.StatusCode)
+	}
+	t.Setenv(envAPI, base)
+
+	code, out, errs := sh("quarantine", "list", "-from", "1h")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.Contains(errs, "2 quarantined records (from "+base+"/v1/quarantine)") ||
+		!strings.Contains(out, `"reason":"type: `) || !strings.Contains(out, `"reason":"time: `) || !strings.Contains(out, `"request_id":"`) ||
+		strings.Contains(out, `"raw":`) {
+		t.Fatalf("list: code %d\nout %s\nerr %s", code, out, errs)
+	}
+	code, out, errs = sh("quarantine", "list", "-from", "1080h", "-reason", "type: ", "-raw")
+	var l listedRecord
+	if code != 0 || strings.Count(out, "\n") != 1 || json.Unmarshal([]byte(out), &l) != nil ||
+		!strings.Contains(string(l.Raw), `"id":"no-type"`) || l.Bytes != len(l.Raw) || *l.Origin.Index != 1 {
+		t.Fatalf("list -reason -raw over 45 days: code %d\nout %s\nerr %s", code, out, errs)
+	}
+	// Both sources named: refused, saying why.
+	if code, _, errs := sh("quarantine", "list", "-from", "1h", "-api", base, "-table", "t"); code != 1 || !strings.Contains(errs, "-api and -table both given") {
+		t.Fatalf("both: code %d, %s", code, errs)
+	}
+	// No API there: said, with the other way.
+	t.Setenv(envAPI, "http://127.0.0.1:1")
+	if code, _, errs := sh("quarantine", "list", "-from", "1h"); code != 1 || !strings.Contains(errs, "make run serves one") || !strings.Contains(errs, "pass -table") {
+		t.Fatalf("no API: code %d, %s", code, errs)
+	}
+}
+
+// TestQuarantineLocalDefaults: against make run's DynamoDB Local, the
+// endpoint is all replay and list need: the table defaults to make run's,
+// with local credentials and region; with nothing set, the error says so.
+func TestQuarantineLocalDefaults(t *testing.T) {
+	localEnv(t)
+	endpoint := testdb.Endpoint(t)
+	client := ddbclient.Static(endpoint, 4)
+	if err := schema.Create(context.Background(), client, devTable); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // other tests expect make run's table not to be there
+		if _, err := client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(devTable)}); err != nil {
+			t.Error(err)
+		}
+	})
+	h := ingest.New(ingest.DefaultConfig(devTable), client, ingest.Options{})
+	req := events.APIGatewayV2HTTPRequest{Body: `{"id":"x","source":"cli/local"}`, Headers: map[string]string{"content-type": "application/json"}}
+	req.RequestContext.HTTP.Method = "POST"
+	req.RawPath = ingest.Route
+	if resp, err := h.HTTP(context.Background(), req); err != nil || resp.StatusCode != 400 {
+		t.Fatalf("ingest: %v %d %s", err, resp.StatusCode, resp.Body)
+	}
+
+	if code, _, errs := sh("quarantine", "replay", "-from", "1h", "-dry-run"); code != 1 ||
+		!strings.Contains(errs, "EVENTS_TABLE is required") || !strings.Contains(errs, "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 is all it takes") {
+		t.Fatalf("nothing set: code %d, %s", code, errs)
+	}
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+	code, out, errs := sh("quarantine", "list", "-from", "1h")
+	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"reason":"type: `) {
+		t.Fatalf("list: code %d\nout %s\nerr %s", code, out, errs)
+	}
+	code, out, errs = sh("quarantine", "replay", "-from", "1h", "-dry-run")
+	if code != 0 || !strings.Contains(out, "dry run (nothing written) of table "+devTable) || !strings.Contains(out, "checked           1") {
+		t.Fatalf("replay -dry-run: code %d\nout %s\nerr %s", code, out, errs)
 	}
 }

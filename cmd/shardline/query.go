@@ -78,7 +78,7 @@ func (f *queryFlags) parse(args []string) error {
 // eventsPage is the answer of GET /v1/events.
 type eventsPage struct {
 	Events     []json.RawMessage `json:"events"`
-	NextCursor string            `json:"next_cursor"`
+	NextCursor string            `json:"next_cursor"` // "" on the last page (absent from APIs before it was always sent)
 	Plan       json.RawMessage   `json:"plan"`
 }
 
@@ -147,7 +147,7 @@ func runQuery(ctx context.Context, c *apiClient, f *queryFlags, stdout, stderr i
 		var page eventsPage
 		if err := c.get(ctx, "/v1/events", q, &page); err != nil {
 			if written > 0 {
-				return fmt.Errorf("%w (after %d events; add%s to go on from the last page written)", err, written, goOn(cursor))
+				return fmt.Errorf("%w (after %s; add%s to go on from the last page written)", err, count(written, "event", "events"), goOn(cursor))
 			}
 			return err
 		}
@@ -161,14 +161,14 @@ func runQuery(ctx context.Context, c *apiClient, f *queryFlags, stdout, stderr i
 		}
 		written += len(page.Events)
 		if f.plan {
-			fmt.Fprintf(stderr, "page %d: %d events, plan %s\n", pages, len(page.Events), page.Plan)
+			fmt.Fprintf(stderr, "page %d: %s, plan %s\n", pages, count(len(page.Events), "event", "events"), page.Plan)
 		}
 		cursor = page.NextCursor
 		if cursor == "" {
 			return nil
 		}
 		if f.max > 0 && written >= f.max {
-			fmt.Fprintf(stderr, "stopped after %d events (-max); more remain: add%s to go on\n", written, goOn(cursor))
+			fmt.Fprintf(stderr, "stopped after %s (-max); more remain: add%s to go on\n", count(written, "event", "events"), goOn(cursor))
 			return nil
 		}
 	}

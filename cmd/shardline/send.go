@@ -36,10 +36,16 @@ the summary (sent, rejected, failed) to stdout. The exit status is 1 when
 an event was rejected or failed, or the input stopped early.
 
 A Kinesis stream takes any bytes: an invalid event is quarantined by the
-ingest function, not refused here (GET /v1/quarantine lists it). Kinesis is
-reached with the AWS SDK's default configuration (AWS_PROFILE, AWS_REGION,
-AWS_ENDPOINT_URL_KINESIS, ...), or -endpoint; make run's kinesalite is at
-http://127.0.0.1:4567 and needs no credentials.
+ingest function, not refused here (GET /v1/quarantine lists it); only an
+event no Kinesis record can carry (over 1 MiB) is rejected here, and never
+sent. Kinesis is reached with the AWS SDK's default configuration
+(AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL_KINESIS, ...), or -endpoint.
+make run's kinesalite is at http://127.0.0.1:4567: an endpoint on this
+machine needs no credentials or region (local ones are used when none are
+set, and the EC2 instance metadata service is never asked). Before sending,
+send checks that the stream is there (DescribeStreamSummary, at most 5 s),
+and stops at once, saying what to check, when it is not or Kinesis does not
+answer.
 
 ` + apiHelp + `
 examples:
@@ -125,18 +131,18 @@ func sendCmd(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	closeErr := s.close(closeCtx)
 	t.stopLine()
-	t.summary(stdout, s.target())
+	t.summary(stdout, s.target(), s.words().outcomeWords)
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("interrupted after reading %d events; the summary says what became of them", t.read.Load())
+		return fmt.Errorf("interrupted after reading %s; the summary says what became of them", count(int(t.read.Load()), "event", "events"))
 	case readErr != nil:
 		return fmt.Errorf("%w; the events before it were sent (see the summary)", readErr)
 	case closeErr != nil:
 		return closeErr
 	}
 	if n := t.rejected.Load() + t.failed.Load(); n > 0 {
-		return fmt.Errorf("%d %s not stored (see the lines above): the API quarantines those it rejected; failed ones may be sent again, and an event with its own id and time is stored once however often it is sent",
-			n, plural(int(n), "event was", "events were"))
+		return fmt.Errorf("%d %s not %s (see the lines above): %s; failed ones may be sent again, and an event with its own id and time is stored once however often it is sent",
+			n, plural(int(n), "event was", "events were"), s.words().verb, s.words().afterRejected)
 	}
 	return nil
 }
@@ -146,4 +152,12 @@ type sender interface {
 	add(ctx context.Context, ev inputEvent) error // may block while busy
 	close(ctx context.Context) error              // sends what is held
 	target() string
+	words() senderWords
+}
+
+// senderWords say what became of events, truly for a sender's target.
+type senderWords struct {
+	outcomeWords
+	verb          string // what the target did with a sent event: "stored", "put on the stream"
+	afterRejected string // what became of the rejected ones
 }

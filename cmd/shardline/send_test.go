@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,7 +119,7 @@ func TestSendBadInput(t *testing.T) {
 	}
 	stdin = strings.NewReader(event("cli/bad", "s-1", "t", now) + "\n")
 	defer func() { stdin = nil }()
-	if code, out, errs := sh("send", "-api", base, "-progress"); code != 0 || !strings.Contains(out, "sent      1") {
+	if code, out, errs := sh("send", "-api", base, "-progress"); code != 0 || !strings.Contains(out, "sent      1") || !strings.HasPrefix(out, "1 event read, to POST ") {
 		t.Errorf("stdin: code %d\nout %s\nerr %s", code, out, errs)
 	}
 }
@@ -174,5 +178,60 @@ func TestSendKinesis(t *testing.T) {
 	// No region and no endpoint: said.
 	if code, _, errs := sh("send", "-stream", stream.Name, p); code != 1 || !strings.Contains(errs, "set AWS_REGION") {
 		t.Fatalf("no region: code %d, err %s", code, errs)
+	}
+}
+
+// TestSendKinesisFailsFast: a stream that is not there, or a Kinesis that
+// is not running, stops send before it sends anything, with one request
+// and a message that says what to check, rather than after every retry of
+// every batch.
+func TestSendKinesisFailsFast(t *testing.T) {
+	localEnv(t)
+	p := writeFile(t, "k.ndjson", event("cli/k", "k-1", "t", time.Now()))
+	code, out, errs := sh("send", "-stream", "no-such-stream", "-endpoint", testkinesis.Endpoint(t), p)
+	if code != 1 || out != "" || !strings.Contains(errs, `the stream "no-such-stream" is not there (Kinesis at `+testkinesis.Endpoint(t)+`)`) ||
+		!strings.Contains(errs, "check -stream") {
+		t.Fatalf("missing stream: code %d\nout %s\nerr %s", code, out, errs)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	code, out, errs = sh("send", "-stream", "shardline-events", "-endpoint", closed, p)
+	if code != 1 || out != "" || !strings.Contains(errs, "cannot reach Kinesis at "+closed) || !strings.Contains(errs, "make run is running") {
+		t.Fatalf("no Kinesis: code %d\nout %s\nerr %s", code, out, errs)
+	}
+}
+
+// TestSendKinesisLocalNeverAsksInstanceMetadata: with no credentials set
+// and a loopback endpoint, send uses local static credentials: it never
+// asks the EC2 instance metadata service (a request off the machine, on
+// a laptop a wait for nothing), here a server that counts what it gets.
+func TestSendKinesisLocalNeverAsksInstanceMetadata(t *testing.T) {
+	localEnv(t)
+	var asked atomic.Int32
+	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer imds.Close()
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "")
+	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.URL)
+
+	arn := testkinesis.Stream(t, 1)
+	stream, _ := kinesisread.ParseARN(arn)
+	p := writeFile(t, "k.ndjson", event("cli/k", "k-1", "t", time.Now()), `{"specversion":"1.0","source":"cli/k","type":"t","data":"`+strings.Repeat("x", 1<<20)+`"}`)
+	code, out, errs := sh("send", "-stream", stream.Name, "-endpoint", testkinesis.Endpoint(t), p)
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("the instance metadata service was asked %d times", n)
+	}
+	// The summary speaks of the stream: put, not stored; the rejected one
+	// never left the machine, and nothing speaks of the API quarantining it.
+	if code != 1 || !strings.Contains(out, "sent      1 in ") || !strings.Contains(out, "put on the stream") ||
+		!strings.Contains(out, "rejected  1: refused here and never sent") || strings.Contains(out+errs, "API quarantine") ||
+		!strings.Contains(errs, "1 event was not put on the stream") {
+		t.Fatalf("send: code %d\nout %s\nerr %s", code, out, errs)
 	}
 }

@@ -7,13 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"sync"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/shardline/shardline/pkg/producer"
 )
@@ -36,6 +30,18 @@ func newHTTPSender(ctx context.Context, f *sendFlags, t *tally) (*httpSender, er
 }
 
 func (s *httpSender) target() string { return "POST " + s.base + "/v1/events" }
+
+func (s *httpSender) words() senderWords {
+	return senderWords{
+		outcomeWords: outcomeWords{
+			sent:     "stored by the API",
+			rejected: "refused by the API, which quarantined them (GET /v1/quarantine lists them)",
+			failed:   "not stored after the retries; send them again",
+		},
+		verb:          "stored",
+		afterRejected: "the API quarantined those it rejected",
+	}
+}
 
 func (s *httpSender) add(ctx context.Context, ev inputEvent) error {
 	if len(s.batch) == producer.MaxRequestEvents || s.bytes+len(ev.data)+1 > producer.MaxRequestBytes-2 {
@@ -62,7 +68,7 @@ func (s *httpSender) flush(ctx context.Context) error {
 		evs[i] = json.RawMessage(e.data)
 	}
 	res, err := s.h.Send(ctx, evs...)
-	s.t.sent.Add(int64(res.Accepted))
+	s.t.stored(res.Accepted)
 	for _, r := range res.Rejected {
 		s.t.reject(batch[r.Index].at, r.ID, r.Error)
 	}
@@ -89,40 +95,35 @@ type kinesisSender struct {
 }
 
 func newKinesisSender(ctx context.Context, f *sendFlags, t *tally) (*kinesisSender, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+	client, where, err := kinesisClient(ctx, f.endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
+		return nil, err
 	}
-	var opts []func(*kinesis.Options)
-	if f.endpoint != "" {
-		u, err := url.Parse(f.endpoint)
-		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("-endpoint %q: want a URL such as http://127.0.0.1:4567", f.endpoint)
-		}
-		opts = append(opts, func(o *kinesis.Options) { o.BaseEndpoint = aws.String(f.endpoint) })
-		if isLoopback(u.Hostname()) {
-			// A local Kinesis (kinesalite) takes any credentials.
-			if cfg.Region == "" {
-				cfg.Region = "us-east-1"
-			}
-			if _, err := cfg.Credentials.Retrieve(ctx); err != nil || cfg.Credentials == nil {
-				cfg.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
-			}
-		}
-	}
-	if cfg.Region == "" {
-		return nil, errors.New("the Kinesis stream's region is not set: set AWS_REGION (or a profile's region)")
+	if err := checkStream(ctx, client, f.stream, where); err != nil {
+		return nil, err
 	}
 	s := &kinesisSender{stream: f.stream, t: t, where: map[string][]string{}}
 	popts := []producer.KinesisOption{producer.WithOnResult(s.outcome)}
 	if f.aggregate {
 		popts = append(popts, producer.WithAggregation())
 	}
-	s.p = producer.NewKinesis(kinesis.NewFromConfig(cfg, opts...), f.stream, popts...)
+	s.p = producer.NewKinesis(client, f.stream, popts...)
 	return s, nil
 }
 
 func (s *kinesisSender) target() string { return "Kinesis stream " + s.stream }
+
+func (s *kinesisSender) words() senderWords {
+	return senderWords{
+		outcomeWords: outcomeWords{
+			sent:     "put on the stream; the ingest function stores them and quarantines any it finds invalid (GET /v1/quarantine lists them)",
+			rejected: "refused here and never sent (not an event Kinesis could carry)",
+			failed:   "not put on the stream after the retries; send them again",
+		},
+		verb:          "put on the stream",
+		afterRejected: "the rejected ones were never sent, fix them and send them again",
+	}
+}
 
 func (s *kinesisSender) add(ctx context.Context, ev inputEvent) error {
 	s.mu.Lock()
@@ -135,7 +136,7 @@ func (s *kinesisSender) add(ctx context.Context, ev inputEvent) error {
 	s.mu.Lock()
 	s.pop(ev.id)
 	s.mu.Unlock()
-	if errors.Is(err, producer.ErrTooLarge) {
+	if errors.Is(err, producer.ErrTooLarge) || errors.Is(err, producer.ErrPartitionKey) {
 		s.t.reject(ev.at, ev.id, err.Error())
 		return nil
 	}
@@ -165,7 +166,7 @@ func (s *kinesisSender) outcome(o producer.Outcome) {
 		s.t.fail(at, o.ID, o.Err)
 		return
 	}
-	s.t.sent.Add(1)
+	s.t.stored(1)
 }
 
 func (s *kinesisSender) close(ctx context.Context) error {

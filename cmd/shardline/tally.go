@@ -19,6 +19,7 @@ type tally struct {
 	mu                           sync.Mutex // guards stderr and line
 	line                         bool       // a progress line is on the terminal
 	read, sent, rejected, failed atomic.Int64
+	lastSent                     atomic.Int64 // when the last event was sent, ns since start
 	stopOnce                     sync.Once
 	stopTick                     chan struct{}
 	tickDone                     chan struct{}
@@ -33,6 +34,15 @@ func (t *tally) printf(format string, args ...any) {
 		t.line = false
 	}
 	fmt.Fprintf(t.stderr, format, args...)
+}
+
+// stored counts n events sent and stored (by the API, or on the stream).
+func (t *tally) stored(n int) {
+	if n <= 0 {
+		return
+	}
+	t.sent.Add(int64(n))
+	t.lastSent.Store(int64(time.Since(t.start)))
 }
 
 func (t *tally) reject(at, id, reason string) {
@@ -107,13 +117,24 @@ func (t *tally) status() string {
 	return fmt.Sprintf("read %d, sent %d, rejected %d, failed %d (%.0f events/s)", t.read.Load(), t.sent.Load(), t.rejected.Load(), t.failed.Load(), rate)
 }
 
-// summary prints what became of the events.
-func (t *tally) summary(w io.Writer, target string) {
-	d := time.Since(t.start).Round(time.Millisecond)
-	fmt.Fprintf(w, "%d events read in %v, to %s:\n", t.read.Load(), d, target)
-	fmt.Fprintf(w, "  sent      %d\n", t.sent.Load())
-	fmt.Fprintf(w, "  rejected  %d\n", t.rejected.Load())
-	fmt.Fprintf(w, "  failed    %d\n", t.failed.Load())
+// outcomeWords say what each line of the summary means for a target.
+type outcomeWords struct {
+	sent, rejected, failed string
+}
+
+// summary prints what became of the events, in words true of the target.
+// The rate is of the events sent, over the time until the last of them
+// was: time spent on sends that failed does not count against it.
+func (t *tally) summary(w io.Writer, target string, words outcomeWords) {
+	n, sent := t.read.Load(), t.sent.Load()
+	fmt.Fprintf(w, "%s read, to %s; done after %v:\n", count(int(n), "event", "events"), target, time.Since(t.start).Round(time.Millisecond))
+	rate := ""
+	if d := time.Duration(t.lastSent.Load()); sent > 0 && d > 0 {
+		rate = fmt.Sprintf(" in %v (%.0f events/s)", d.Round(time.Millisecond), float64(sent)/d.Seconds())
+	}
+	fmt.Fprintf(w, "  sent      %d%s: %s\n", sent, rate, words.sent)
+	fmt.Fprintf(w, "  rejected  %d: %s\n", t.rejected.Load(), words.rejected)
+	fmt.Fprintf(w, "  failed    %d: %s\n", t.failed.Load(), words.failed)
 }
 
 func isTerminal(w io.Writer) bool {

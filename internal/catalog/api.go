@@ -33,7 +33,7 @@ type Request struct {
 // Response is the answer to GET /v1/sources.
 type Response struct {
 	Sources    []Entry `json:"sources"`
-	NextCursor string  `json:"next_cursor,omitempty"`
+	NextCursor string  `json:"next_cursor"` // "" on the last page, never absent
 }
 
 // ParseRequest reads the query string of GET /v1/sources. key verifies

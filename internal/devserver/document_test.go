@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestServesTheDocument(t *testing.T) {
 	mux := httpapi.NewMux()
 	mux.Handle("GET /v1/sources", func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"},
-			Body: `{"sources":[]}`}, nil
+			Body: `{"sources":[],"next_cursor":""}`}, nil
 	})
 	srv := httptest.NewServer(withDocument(mux))
 	defer srv.Close()
@@ -43,5 +44,21 @@ func TestServesTheDocument(t *testing.T) {
 		if c.path == openapi.Path && !bytes.Equal(body, openapi.Document()) {
 			t.Fatalf("GET %s is not the document", c.path)
 		}
+	}
+
+	// The document tells tools that enforce its security requirement to
+	// send Authorization: local to this server; it is taken.
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/sources", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "local")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/sources with Authorization: local: %d", resp.StatusCode)
 	}
 }

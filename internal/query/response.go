@@ -14,9 +14,12 @@ import (
 
 // EventsResponse is the body of a 200 answer to GET /v1/events.
 type EventsResponse struct {
-	Events     []json.RawMessage `json:"events"`
-	NextCursor string            `json:"next_cursor,omitempty"`
-	Plan       Plan              `json:"plan"`
+	Events []json.RawMessage `json:"events"`
+	// NextCursor continues the listing; "" on the last page. It is always
+	// present: cursor clients (Grafana's Infinity datasource) read the
+	// field and stop on the empty string, and fail on a missing one.
+	NextCursor string `json:"next_cursor"`
+	Plan       Plan   `json:"plan"`
 }
 
 // Record is a quarantined record.
@@ -42,7 +45,7 @@ type Replay struct {
 // QuarantineResponse is the body of a 200 answer to GET /v1/quarantine.
 type QuarantineResponse struct {
 	Records    []Record `json:"records"`
-	NextCursor string   `json:"next_cursor,omitempty"`
+	NextCursor string   `json:"next_cursor"` // "" on the last page, never absent
 	Plan       Plan     `json:"plan"`
 }
 

@@ -33,6 +33,9 @@ var (
 	// ErrTooLarge is returned by Put for an event that cannot fit one
 	// Kinesis record.
 	ErrTooLarge = errors.New("producer: event is larger than a Kinesis record")
+	// ErrPartitionKey is returned by Put for an event whose partition key
+	// (from WithPartitionKey) Kinesis would refuse.
+	ErrPartitionKey = errors.New("producer: partition key is not one Kinesis takes")
 )
 
 // KinesisAPI is the part of the Kinesis client a Kinesis producer uses;
@@ -131,7 +134,10 @@ func WithOnResult(fn func(Outcome)) KinesisOption {
 }
 
 // WithPartitionKey sets the partition key of an event from its id (default:
-// the id itself, which spreads events over the shards).
+// the id itself, which spreads events over the shards, or the id's SHA-256
+// in hex when the id is longer than MaxPartitionKeyLen). Put refuses an
+// event whose key fn makes empty or too long (ErrPartitionKey), so that
+// the key never fails the other events of its batch.
 func WithPartitionKey(fn func(id string) string) KinesisOption {
 	return func(c *kinesisConfig) { c.key = fn }
 }
@@ -145,7 +151,7 @@ func NewKinesis(client KinesisAPI, stream string, opts ...KinesisOption) *Kinesi
 		linger:      50 * time.Millisecond,
 		maxAttempts: 10,
 		backoff:     backoff.Policy{Base: 100 * time.Millisecond, Max: 5 * time.Second},
-		key:         func(id string) string { return id },
+		key:         defaultKey,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -168,6 +174,9 @@ func (k *Kinesis) Put(ctx context.Context, ev any) error {
 		return err
 	}
 	key := k.cfg.key(e.id)
+	if err := checkKey(e.id, key); err != nil {
+		return err
+	}
 	if n := len(e.data) + len(key); n > MaxRecordBytes {
 		return fmt.Errorf("%w: %d bytes, over %d", ErrTooLarge, n, MaxRecordBytes)
 	}
@@ -400,6 +409,9 @@ func (k *Kinesis) attempt(recs []*record, attempt int) ([]*record, error) {
 	k.requests.Add(1)
 	out, err := k.client.PutRecords(k.ctx, in)
 	if err != nil {
+		if refused := refusedMember(err, len(recs)); len(refused) > 0 {
+			return k.isolate(recs, refused, attempt)
+		}
 		return recs, fmt.Errorf("producer: PutRecords: %w", err)
 	}
 	if len(out.Records) != len(recs) {
@@ -421,6 +433,24 @@ func (k *Kinesis) attempt(recs []*record, attempt int) ([]*record, error) {
 		}
 	}
 	return retry, lastErr
+}
+
+// isolate fails the records Kinesis refused a request for, each with
+// the reason, and sends the others again at once, in the same attempt:
+// one bad record does not fail the records that shared its request.
+func (k *Kinesis) isolate(recs []*record, refused map[int]string, attempt int) ([]*record, error) {
+	var rest []*record
+	for i, r := range recs {
+		if why, bad := refused[i]; bad {
+			k.fail([]*record{r}, attempt, fmt.Errorf("producer: %s", why))
+			continue
+		}
+		rest = append(rest, r)
+	}
+	if len(rest) == 0 {
+		return nil, nil
+	}
+	return k.attempt(rest, attempt)
 }
 
 func (k *Kinesis) succeed(r *record, e types.PutRecordsResultEntry, attempt int) {

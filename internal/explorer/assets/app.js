@@ -249,6 +249,7 @@
     if (more) params.cursor = sourcesCursor;
     const { body, ms } = await api('sources', params, signal);
     if (g !== gen) return;
+    // next_cursor is on every page, "" on the last: both mean no more.
     sourcesCursor = body.next_cursor || null;
     renderSources(body.sources, more);
     showPlan($('sources-plan'), null, ms, nf.format(body.sources.length) + ' sources');

@@ -117,22 +117,10 @@ func (c *Checker) Check(ctx context.Context, x Exchange) error {
 	if !ok {
 		return c.checkUnrouted(ctx, x)
 	}
-	req, err := c.request(x)
+	in, err := c.input(route, x)
 	if err != nil {
 		return err
 	}
-	opts := &openapi3filter.Options{
-		MultiError:          true,
-		SkipSettingDefaults: true,
-		// The deployed API checks signatures; the document only names the
-		// scheme, and the handlers never see one.
-		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
-		// In binary mode the body is the event's data, of any media type:
-		// the document says so in words, as OpenAPI cannot tie a body's
-		// schema to a header.
-		ExcludeRequestBody: binaryMode(x.Header),
-	}
-	in := &openapi3filter.RequestValidationInput{Request: req, Route: route, Options: opts}
 	var errs []error
 	if err := c.checkAnswer(ctx, in, x); err != nil {
 		errs = append(errs, fmt.Errorf("%v: the answer does not match the OpenAPI document: %s\nbody: %.500s", x, clip(err), x.RespBody))
@@ -140,11 +128,113 @@ func (c *Checker) Check(ctx context.Context, x Exchange) error {
 	// A refused request may be anything; one accepted whole must be one
 	// the document accepts, or the document is stricter than the API.
 	if acceptedWhole(x) {
-		if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+		if err := c.validateRequest(ctx, route, x); err != nil {
 			errs = append(errs, fmt.Errorf("%v: the API accepted a request that the OpenAPI document refuses: %s", x, clip(err)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// CheckRequest validates x's request alone, as a validating gateway or a
+// contract test built from the document would: nil when the document
+// accepts it. A request without a ce-specversion header is held to the
+// structured forms (one event, an array, a batch) alone, as the API holds
+// it.
+func (c *Checker) CheckRequest(ctx context.Context, x Exchange) error {
+	route, ok := c.route(x.Method, x.Path)
+	if !ok {
+		return fmt.Errorf("%s %s: no operation of the OpenAPI document (function %q) serves it", x.Method, x.Path, c.function)
+	}
+	if err := c.validateRequest(ctx, route, x); err != nil {
+		return fmt.Errorf("%s %s: the OpenAPI document refuses the request: %s", x.Method, x.Path, clip(err))
+	}
+	return nil
+}
+
+// input is the validation input of x's request on route. The deployed
+// API checks signatures; the document only names the scheme, and the
+// handlers never see one, so authentication is not checked here.
+func (c *Checker) input(route *routers.Route, x Exchange) (*openapi3filter.RequestValidationInput, error) {
+	req, err := c.request(x)
+	if err != nil {
+		return nil, err
+	}
+	opts := &openapi3filter.Options{
+		MultiError:          true,
+		SkipSettingDefaults: true,
+		AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
+	}
+	return &openapi3filter.RequestValidationInput{Request: req, Route: route, Options: opts}, nil
+}
+
+// validateRequest validates x's request on route against the document,
+// then, outside binary mode, its body against the structured forms alone:
+// the document's JSON body admits any data for binary mode (OpenAPI cannot
+// tie a body's schema to a header), which must not let a structured event
+// without its required attributes pass.
+func (c *Checker) validateRequest(ctx context.Context, route *routers.Route, x Exchange) error {
+	in, err := c.input(route, x)
+	if err != nil {
+		return err
+	}
+	if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+		return err
+	}
+	if binaryMode(x.Header) {
+		return nil
+	}
+	structured, ok := structuredOnly(route)
+	if !ok {
+		return nil
+	}
+	if in, err = c.input(structured, x); err != nil {
+		return err
+	}
+	return openapi3filter.ValidateRequest(ctx, in)
+}
+
+// binaryDataRef is the schema of a binary-mode body, one alternative of
+// the request bodies that admit it.
+const binaryDataRef = "#/components/schemas/BinaryModeData"
+
+// structuredOnly is route with the binary-mode alternative taken out of
+// each request body schema, and the body required (only binary mode may
+// send none); ok is false when the operation admits no binary-mode body.
+func structuredOnly(route *routers.Route) (*routers.Route, bool) {
+	op := route.Operation
+	if op.RequestBody == nil || op.RequestBody.Value == nil {
+		return nil, false
+	}
+	body := *op.RequestBody.Value
+	body.Required = true
+	body.Content = openapi3.Content{}
+	found := false
+	for name, mt := range op.RequestBody.Value.Content {
+		if mt.Schema == nil || mt.Schema.Value == nil {
+			body.Content[name] = mt
+			continue
+		}
+		schema := *mt.Schema.Value
+		schema.AnyOf = nil
+		for _, alt := range mt.Schema.Value.AnyOf {
+			if alt.Ref == binaryDataRef {
+				found = true
+				continue
+			}
+			schema.AnyOf = append(schema.AnyOf, alt)
+		}
+		m := *mt
+		m.Schema = &openapi3.SchemaRef{Value: &schema}
+		body.Content[name] = &m
+	}
+	if !found {
+		return nil, false
+	}
+	o := *op
+	o.RequestBody = &openapi3.RequestBodyRef{Value: &body}
+	r := *route
+	r.Operation = &o
+	return &r, true
 }
 
 // checkAnswer validates the answer of the request in.

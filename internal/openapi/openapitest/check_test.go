@@ -44,12 +44,13 @@ var rightAnswers = map[string]struct {
 	x Exchange
 }{
 	"a page":                    {Query, get("/v1/events", "source=s&limit=10&order=asc&consistent=TRUE", 200, `{"events":[`+event+`],"next_cursor":"AQ-_x","plan":`+plan+`}`)},
-	"epoch milliseconds":        {Query, get("/v1/events", "source=s&from=1795348800000&to=2026-11-22T10:00:00%2B01:00", 200, `{"events":[],"plan":`+plan+`}`)},
-	"an unencoded plus":         {Query, get("/v1/events", "source=s&from=2026-11-22T10:00:00+01:00", 200, `{"events":[],"plan":`+plan+`}`)},
-	"a stage and a slash":       {Query, get("/prod/v1/events/", "source=s", 200, `{"events":[],"plan":`+plan+`}`)},
+	"the last page":             {Query, get("/v1/events", "source=s", 200, `{"events":[`+event+`],"next_cursor":"","plan":`+plan+`}`)},
+	"epoch milliseconds":        {Query, get("/v1/events", "source=s&from=1795348800000&to=2026-11-22T10:00:00%2B01:00", 200, `{"events":[],"next_cursor":"","plan":`+plan+`}`)},
+	"an unencoded plus":         {Query, get("/v1/events", "source=s&from=2026-11-22T10:00:00+01:00", 200, `{"events":[],"next_cursor":"","plan":`+plan+`}`)},
+	"a stage and a slash":       {Query, get("/prod/v1/events/", "source=s", 200, `{"events":[],"next_cursor":"","plan":`+plan+`}`)},
 	"a bad parameter":           {Query, get("/v1/events", "limit=0", 400, `{"error":"limit: is \"0\"; want a whole number from 1 to 1000"}`)},
 	"storage unavailable":       {Query, get("/v1/counts", "source=s", 503, `{"error":"storage is unavailable; retry shortly"}`, "Retry-After", "1")},
-	"a quarantine page":         {Query, get("/v1/quarantine", "", 200, `{"records":[{"received_at":"2026-11-22T10:00:00.5Z","reason":"id: is required","raw":"e30=","origin":{"request_id":"r","index":0}}],"plan":`+plan+`}`)},
+	"a quarantine page":         {Query, get("/v1/quarantine", "", 200, `{"records":[{"received_at":"2026-11-22T10:00:00.5Z","reason":"id: is required","raw":"e30=","origin":{"request_id":"r","index":0}}],"next_cursor":"","plan":`+plan+`}`)},
 	"counts":                    {Query, get("/v1/counts", "source=s&group_by=type&interval=1h", 200, `{"interval":"1h","from":"2026-11-22T10:00:00Z","to":"2026-11-22T11:00:00Z","series":[{"type":"t","points":[{"t":"2026-11-22T10:00:00Z","count":3}]}],"plan":{"requests":1,"consumed_rcu":0.5}}`)},
 	"sources":                   {Query, get("/v1/sources", "limit=1", 200, `{"sources":[{"source":"s","days":["2026-11-22"]}],"next_cursor":"abc"}`)},
 	"the function's 404":        {Query, get("/v1/nothing", "", 404, `{"error":"no route GET /v1/nothing"}`)},
@@ -91,27 +92,30 @@ var wrongAnswers = map[string]struct {
 	want string
 }{
 	"no plan":                         {Query, get("/v1/events", "source=s", 200, `{"events":[]}`), "plan"},
-	"an undocumented member":          {Query, get("/v1/events", "source=s", 200, `{"events":[],"plan":`+plan+`,"total":3}`), "total"},
-	"an unknown path":                 {Query, get("/v1/events", "source=s", 200, `{"events":[],"plan":{"path":"index","reason":"r","requests":1,"consumed_rcu":0}}`), "path"},
-	"an event without time":           {Query, get("/v1/events", "source=s", 200, `{"events":[{"specversion":"1.0","id":"1","source":"s","type":"t"}],"plan":`+plan+`}`), "time"},
-	"a local time":                    {Query, get("/v1/events", "source=s", 200, `{"events":[{"specversion":"1.0","id":"1","source":"s","type":"t","time":"2026-11-22T10:00:00+01:00"}],"plan":`+plan+`}`), "time"},
+	"an undocumented member":          {Query, get("/v1/events", "source=s", 200, `{"events":[],"next_cursor":"","plan":`+plan+`,"total":3}`), "total"},
+	"an unknown path":                 {Query, get("/v1/events", "source=s", 200, `{"events":[],"next_cursor":"","plan":{"path":"index","reason":"r","requests":1,"consumed_rcu":0}}`), "path"},
+	"an event without time":           {Query, get("/v1/events", "source=s", 200, `{"events":[{"specversion":"1.0","id":"1","source":"s","type":"t"}],"next_cursor":"","plan":`+plan+`}`), "time"},
+	"a local time":                    {Query, get("/v1/events", "source=s", 200, `{"events":[{"specversion":"1.0","id":"1","source":"s","type":"t","time":"2026-11-22T10:00:00+01:00"}],"next_cursor":"","plan":`+plan+`}`), "time"},
 	"a 503 without a wait":            {Query, get("/v1/events", "source=s", 503, `{"error":"storage is unavailable"}`), "Retry-After"},
 	"a 500 shaped as ours":            {Query, get("/v1/events", "source=s", 500, `{"error":"boom"}`), "message"},
 	"an undocumented status":          {Query, get("/v1/events", "source=s", 418, `{"error":"teapot"}`), "status"},
 	"not JSON":                        {Query, Exchange{Method: "GET", Path: "/v1/events", RawQuery: "source=s", Status: 200, RespHeader: http.Header{"Content-Type": {"text/plain"}}, RespBody: []byte("ok")}, "Content-Type"},
 	"a 2m interval":                   {Query, get("/v1/counts", "source=s", 200, `{"interval":"2m","from":"2026-11-22T10:00:00Z","to":"2026-11-22T11:00:00Z","series":[],"plan":{"requests":1,"consumed_rcu":0}}`), "interval"},
 	"a negative count":                {Query, get("/v1/counts", "source=s", 200, `{"interval":"1h","from":"2026-11-22T10:00:00Z","to":"2026-11-22T11:00:00Z","series":[{"points":[{"t":"2026-11-22T10:00:00Z","count":-1}]}],"plan":{"requests":1,"consumed_rcu":0}}`), "count"},
-	"a source without days":           {Query, get("/v1/sources", "", 200, `{"sources":[{"source":"s","days":[]}]}`), "days"},
+	"a source without days":           {Query, get("/v1/sources", "", 200, `{"sources":[{"source":"s","days":[]}],"next_cursor":""}`), "days"},
+	"a last page without next_cursor": {Query, get("/v1/events", "source=s", 200, `{"events":[],"plan":`+plan+`}`), "next_cursor"},
+	"quarantine without next_cursor":  {Query, get("/v1/quarantine", "", 200, `{"records":[],"plan":`+plan+`}`), "next_cursor"},
+	"sources without next_cursor":     {Query, get("/v1/sources", "", 200, `{"sources":[]}`), "next_cursor"},
 	"a 405 without Allow":             {Ingest, get("/v1/events", "", 405, `{"error":"use POST"}`), "Allow"},
 	"an unrouted 200":                 {Any, get("/nowhere", "", 200, `{}`), "404 or 405"},
 	"202 storing nothing":             {Ingest, post("application/json", event, 202, `{"accepted":0,"rejected":[]}`), "accepted"},
 	"400 that stored":                 {Ingest, post("application/json", event, 400, `{"accepted":1,"rejected":[]}`), "accepted"},
 	"503 without retry":               {Ingest, post("application/json", event, 503, `{"error":"e","accepted":0,"rejected":[]}`, "Retry-After", "1"), "retry"},
 	"a rejection without why":         {Ingest, post("application/json", event, 202, `{"accepted":1,"rejected":[{"index":1}]}`), "error"},
-	"a 200 to a bad limit":            {Query, get("/v1/events", "source=s&limit=0", 200, `{"events":[],"plan":`+plan+`}`), "limit"},
-	"a 200 to a bad order":            {Query, get("/v1/events", "source=s&order=up", 200, `{"events":[],"plan":`+plan+`}`), "order"},
-	"a 200 to a bad time":             {Query, get("/v1/events", "source=s&from=yesterday", 200, `{"events":[],"plan":`+plan+`}`), "from"},
-	"a 200 without source":            {Query, get("/v1/events", "", 200, `{"events":[],"plan":`+plan+`}`), "source"},
+	"a 200 to a bad limit":            {Query, get("/v1/events", "source=s&limit=0", 200, `{"events":[],"next_cursor":"","plan":`+plan+`}`), "limit"},
+	"a 200 to a bad order":            {Query, get("/v1/events", "source=s&order=up", 200, `{"events":[],"next_cursor":"","plan":`+plan+`}`), "order"},
+	"a 200 to a bad time":             {Query, get("/v1/events", "source=s&from=yesterday", 200, `{"events":[],"next_cursor":"","plan":`+plan+`}`), "from"},
+	"a 200 without source":            {Query, get("/v1/events", "", 200, `{"events":[],"next_cursor":"","plan":`+plan+`}`), "source"},
 	"an event without type, accepted": {Ingest, post("application/json", `{"id":"1","source":"s"}`, 202, `{"accepted":1,"rejected":[]}`), "type"},
 	"an upper-case name, accepted":    {Ingest, post("application/json", `{"id":"1","source":"s","type":"t","Ext":1}`, 202, `{"accepted":1,"rejected":[]}`), "Ext"},
 	"1,001 events, accepted": {Ingest, post("application/cloudevents-batch+json", "["+strings.TrimSuffix(strings.Repeat(event+",", 1001), ",")+"]", 202,
@@ -157,9 +161,9 @@ func TestCheckHTTPFailsTheTest(t *testing.T) {
 	req := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: "/v1/events", RawQueryString: "source=s"}
 	req.RequestContext.HTTP.Method = "GET"
 	right := events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"},
-		Body: `{"events":[],"plan":` + plan + `}`}
+		Body: `{"events":[],"next_cursor":"","plan":` + plan + `}`}
 	wrong := right
-	wrong.Body = `{"events":[]}`
+	wrong.Body = `{"events":[],"next_cursor":""}`
 
 	r := &recorder{TB: t}
 	CheckHTTP(r, Query, req, right)
