@@ -333,7 +333,7 @@ func (w *Writer) attempt(ctx context.Context, items []item.Item, idx, pending []
 	out, err := w.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
 		RequestItems:           map[string][]types.WriteRequest{w.Table: reqs},
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	})
+	}, w.oneAttempt)
 	r.requests++
 	r.sent += len(send)
 	refused := make([]bool, len(send))
@@ -387,6 +387,15 @@ func (w *Writer) attempt(ctx context.Context, items []item.Item, idx, pending []
 		}
 		r.left, r.why = left, err
 		r.fail(left, err)
+	}
+}
+
+// oneAttempt turns off the SDK's own retries of a request when the writer
+// paces: a whole batch refused as throttled would otherwise be re-sent
+// blind, under the pacer, before the pacer heard of it.
+func (w *Writer) oneAttempt(o *dynamodb.Options) {
+	if w.Pacer != nil {
+		o.RetryMaxAttempts = 1
 	}
 }
 
