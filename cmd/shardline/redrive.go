@@ -22,7 +22,7 @@ import (
 )
 
 // redriveHelp is what "shardline redrive -h" prints before the flags.
-const redriveHelp = `usage: shardline redrive --bucket NAME --counter-function NAME --archive-function NAME [--dry-run] [--max N] [-v]
+const redriveHelp = `usage: shardline redrive --bucket NAME --ingest-mapping ID --counter-mapping ID --archive-mapping ID [--dry-run] [--max N] [-v]
 
 Re-processes the stream batches that Lambda gave up on: the ingest
 function's on the Kinesis stream, and the counter's and the archive's on
@@ -34,10 +34,13 @@ fire. The bucket keeps an object for FailedBatchRetentionDays (14 by
 default, at least 7). For each object redrive
 
   1. reads Lambda's record and the batch's records it holds;
-  2. runs them through the code of the function that gave up on them, as
-     the failed function's name says: a Kinesis batch through the ingest
-     code (retrying what it reports as not stored), a table stream batch
-     through the counter's or the archive's;
+  2. runs them through the code of the function that gave up on them: a
+     Kinesis batch through the ingest code (retrying what it reports as not
+     stored), a table stream batch through the counter's or the archive's.
+     Which one comes from the event source mapping's id in the object's key
+     (aws/lambda/<mapping id>/...): the bucket's policy lets each function
+     write only under its own mapping's id, so a function cannot have its
+     records run through another's code;
   3. deletes the object only once every record of it was processed.
 
 Each is idempotent, so an object redriven twice, or a run interrupted
@@ -50,8 +53,8 @@ notes in the table, under a watermark of the batch's own.
 An object is left in the bucket, and the exit status is 1, when its
 records cannot all be processed now (fix the cause, run again), when the
 counter cannot tell which of its events were counted (see
-docs/failed-batches.md), when it is of a function not named here, or when
-it is not an on-failure record. --dry-run reads every object and reports,
+docs/failed-batches.md), when it is of a mapping not named here, or when it
+is not an on-failure record. --dry-run reads every object and reports,
 and changes nothing. Progress goes to stderr, a line an object; the summary
 to stdout.
 
@@ -75,8 +78,9 @@ dynamodb:UpdateItem on C#; s3:PutObject on the archive bucket's events/.
 are not granted this: redrive is an operator's command.
 
 examples:
-  shardline redrive --bucket "$(out FailedBatchesBucket)" --counter-function "$(out CounterFunctionName)" \
-      --archive-function "$(out ArchiveFunctionName)" --archive-bucket "$(out ArchiveBucket)" --dry-run
+  shardline redrive --bucket "$(out FailedBatchesBucket)" --ingest-mapping "$(out IngestMappingId)" \
+      --counter-mapping "$(out CounterMappingId)" --archive-mapping "$(out ArchiveMappingId)" \
+      --archive-bucket "$(out ArchiveBucket)" --dry-run
 
   where out reads an output of the stack (Shardline, or the name you deployed it under):
   out() { aws cloudformation describe-stacks --stack-name Shardline \
@@ -85,20 +89,20 @@ examples:
   against make run's local engines (it prints this command with their ports and paths):
   EVENTS_TABLE=shardline-events AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
   AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 AWS_ENDPOINT_URL_S3=http://127.0.0.1:4568 \
-      shardline redrive --bucket shardline-failed-batches --counter-function shardline-counter-local \
-      --archive-function shardline-archive-local --archive-dir /tmp/shardline-archive-123
+      shardline redrive --bucket shardline-failed-batches --ingest-mapping local-ingest \
+      --counter-mapping local-counter --archive-mapping local-archive --archive-dir /tmp/shardline-archive-123
 
 flags:
 `
 
 // redriveFlags are the flags of "shardline redrive".
 type redriveFlags struct {
-	fs                             *flag.FlagSet
-	bucket, prefix, table          string
-	ingestFn, counterFn, archiveFn string
-	archiveBucket, archiveDir      string
-	dryRun, verbose                bool
-	max, attempts                  int
+	fs                                *flag.FlagSet
+	bucket, prefix, table             string
+	ingestMap, counterMap, archiveMap string
+	archiveBucket, archiveDir         string
+	dryRun, verbose                   bool
+	max, attempts                     int
 }
 
 func newRedriveFlags(stderr io.Writer) *redriveFlags {
@@ -106,9 +110,9 @@ func newRedriveFlags(stderr io.Writer) *redriveFlags {
 	fs := f.fs
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.bucket, "bucket", "", "the on-failure bucket (required; the stack's FailedBatchesBucket output)")
-	fs.StringVar(&f.counterFn, "counter-function", "", "name of the deployed counter function (CounterFunctionName): its batches are counted again")
-	fs.StringVar(&f.archiveFn, "archive-function", "", "name of the deployed archive function (ArchiveFunctionName): its batches are archived again")
-	fs.StringVar(&f.ingestFn, "ingest-function", "", "name of the deployed ingest function; optional, every Kinesis batch is the ingest function's")
+	fs.StringVar(&f.ingestMap, "ingest-mapping", "", "id of the ingest function's event source mapping (IngestMappingId): its batches are ingested again")
+	fs.StringVar(&f.counterMap, "counter-mapping", "", "id of the counter function's event source mapping (CounterMappingId): its batches are counted again")
+	fs.StringVar(&f.archiveMap, "archive-mapping", "", "id of the archive function's event source mapping (ArchiveMappingId): its batches are archived again")
 	fs.StringVar(&f.archiveBucket, "archive-bucket", "", "the archive bucket (ArchiveBucket) that redriven archive batches are written to")
 	fs.StringVar(&f.archiveDir, "archive-dir", "", "a directory to write redriven archive batches to instead, as make run's archive")
 	fs.StringVar(&f.prefix, "prefix", onfailure.Prefix, "redrive only the objects under this prefix (aws/lambda/<mapping id>/ is one event source mapping's)")
@@ -140,26 +144,30 @@ func (f *redriveFlags) parse(args []string) error {
 	case !strings.HasPrefix(f.prefix, onfailure.Prefix):
 		return fmt.Errorf("--prefix %q: Lambda writes under %s; give that or a prefix under it", f.prefix, onfailure.Prefix)
 	}
-	names := map[string]string{}
-	for flagName, fn := range map[string]string{"--ingest-function": f.ingestFn, "--counter-function": f.counterFn, "--archive-function": f.archiveFn} {
-		name := onfailure.FunctionName(fn)
-		if fn == "" {
-			continue
+	seen := map[string]string{}
+	for _, m := range []struct{ flag, id string }{{"--ingest-mapping", f.ingestMap}, {"--counter-mapping", f.counterMap}, {"--archive-mapping", f.archiveMap}} {
+		switch {
+		case m.id == "":
+		case strings.Contains(m.id, "/"):
+			return fmt.Errorf("%s %q: an event source mapping's id, such as the stack's output, not a key or an ARN", m.flag, m.id)
+		case seen[m.id] != "":
+			return fmt.Errorf("%s and %s are the same mapping %s: each consumer has its own", seen[m.id], m.flag, m.id)
+		default:
+			seen[m.id] = m.flag
 		}
-		if other, ok := names[name]; ok {
-			return fmt.Errorf("%s and %s name the same function %s: each consumer has its own", other, flagName, name)
-		}
-		names[name] = flagName
+	}
+	if len(seen) == 0 {
+		return errors.New("name at least one mapping to redrive: --ingest-mapping, --counter-mapping, --archive-mapping (the stack's outputs IngestMappingId, CounterMappingId, ArchiveMappingId)")
 	}
 	return nil
 }
 
-// functions maps the named functions to their consumers.
-func (f *redriveFlags) functions() map[string]redrive.Consumer {
+// mappings maps the named mappings to their consumers.
+func (f *redriveFlags) mappings() map[string]redrive.Consumer {
 	m := map[string]redrive.Consumer{}
-	for fn, c := range map[string]redrive.Consumer{f.ingestFn: redrive.Ingest, f.counterFn: redrive.Counter, f.archiveFn: redrive.Archive} {
-		if fn != "" {
-			m[onfailure.FunctionName(fn)] = c
+	for id, c := range map[string]redrive.Consumer{f.ingestMap: redrive.Ingest, f.counterMap: redrive.Counter, f.archiveMap: redrive.Archive} {
+		if id != "" {
+			m[id] = c
 		}
 	}
 	return m
@@ -192,7 +200,7 @@ func redriveCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	r := &redrive.Redriver{
-		S3: s3c, Bucket: f.bucket, Functions: f.functions(),
+		S3: s3c, Bucket: f.bucket, Mappings: f.mappings(),
 		Ingest:  ingest.New(env.cfg, env.client, ingest.Options{Logger: logger}).Kinesis,
 		Counter: &counts.Counter{Client: env.client, Table: env.cfg.Table, Retention: env.cfg.Retention},
 		Log:     slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
@@ -251,7 +259,7 @@ func printRedriveSummary(w io.Writer, f *redriveFlags, cfg ingest.Config, s redr
 		fmt.Fprintf(w, "  undecided         %d (the counter cannot tell what was counted; objects left: see docs/failed-batches.md)\n", s.Undecided)
 	}
 	if s.Unknown > 0 {
-		fmt.Fprintf(w, "  unknown function  %d (name it with --counter-function or --archive-function; objects left)\n", s.Unknown)
+		fmt.Fprintf(w, "  unknown mapping   %d (of a mapping not named with --ingest-mapping, --counter-mapping or --archive-mapping; objects left)\n", s.Unknown)
 	}
 	if s.Invalid > 0 {
 		fmt.Fprintf(w, "  invalid           %d (not an on-failure record with its records; objects left)\n", s.Invalid)

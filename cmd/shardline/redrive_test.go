@@ -33,7 +33,7 @@ import (
 // consumer as Lambda writes them: --dry-run reports and changes nothing; a
 // redrive stores the ingest batch's events, counts the counter's and
 // archives the archive's, and deletes the objects; a second finds nothing;
-// an object of a function it was not told of is reported, left, and exits 1.
+// an object of a mapping it was not told of is reported, left, and exits 1.
 func TestRedriveCommand(t *testing.T) {
 	ctx := context.Background()
 	table, bucket, archiveDir := testdb.StreamTable(t), tests3.Bucket(t), t.TempDir()
@@ -68,7 +68,7 @@ func TestRedriveCommand(t *testing.T) {
 	put := func(name string, r onfailure.Record) {
 		t.Helper()
 		body, _ := json.Marshal(r)
-		key := onfailure.Key("mapping-"+name, r.Batch().ShardID, time.Now())
+		key := onfailure.Key(name+"-mapping", r.Batch().ShardID, time.Now())
 		if _, err := tests3.Client(t).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,8 @@ func TestRedriveCommand(t *testing.T) {
 		})
 		return n
 	}
-	all := []string{"--bucket", bucket, "--counter-function", "Shardline-Counter-B2", "--archive-function", fn("Shardline-Archive-C3"), "--archive-dir", archiveDir}
+	all := []string{"--bucket", bucket, "--ingest-mapping", "ingest-mapping", "--counter-mapping", "counter-mapping", "--archive-mapping", "archive-mapping",
+		"--archive-dir", archiveDir}
 	steps := []struct {
 		args          []string
 		code          int
@@ -156,9 +157,11 @@ func TestRedriveCommand(t *testing.T) {
 		archived, obj int
 	}{
 		{[]string{"-h"}, 0, nil, []string{"usage: shardline redrive --bucket NAME", "FailedBatches", "AWS_ENDPOINT_URL_S3",
-			"s3:DeleteObject", "dynamodb:BatchWriteItem on E# and Q#", "-dry-run", "-counter-function", "docs/failed-batches.md"}, 5, 0, 0, 3},
+			"s3:DeleteObject", "dynamodb:BatchWriteItem on E# and Q#", "-dry-run", "-counter-mapping", "docs/failed-batches.md"}, 5, 0, 0, 3},
 		{nil, 1, nil, []string{"--bucket is required"}, 5, 0, 0, 3},
 		{[]string{"--bucket", bucket, "--prefix", "x/"}, 1, nil, []string{"--prefix \"x/\": Lambda writes under aws/lambda/"}, 5, 0, 0, 3},
+		{[]string{"--bucket", bucket}, 1, nil, []string{"name at least one mapping to redrive"}, 5, 0, 0, 3},
+		{[]string{"--bucket", bucket, "--counter-mapping", "x", "--archive-mapping", "x"}, 1, nil, []string{"--counter-mapping and --archive-mapping are the same mapping x"}, 5, 0, 0, 3},
 		{append(all, "--dry-run"), 0,
 			[]string{"dry run (nothing processed or deleted) of s3://" + bucket + "/aws/lambda/ into table " + table, "objects           3", fmt.Sprintf("would redrive     3 (%d records)", len(page.Records)+10)},
 			[]string{"dry run: nothing is processed or deleted", "would redrive     Shardline-Ingest-A1 " + *shards[0].ShardId,
@@ -196,12 +199,12 @@ func TestRedriveCommand(t *testing.T) {
 		}
 	}
 
-	// A batch of a function it was not told of: said, left, exit 1.
+	// A batch of a mapping it was not told of: said, left, exit 1.
 	for shard, recs := range byShard {
 		put("other", must(onfailure.NewDynamoDB(giveUp("someone-else", tableStream, shard), recs[:1])))
 	}
 	code, out, errs := sh(all...)
-	if code != 1 || !strings.Contains(out, "unknown function  1") || !strings.Contains(errs, "function someone-else gave up on this table stream batch") ||
+	if code != 1 || !strings.Contains(out, "unknown mapping   1") || !strings.Contains(errs, "event source mapping other-mapping (function someone-else) is not one this run was given") ||
 		!strings.Contains(errs, "1 object needs attention") {
 		t.Fatalf("unknown function: code %d, out %q, err %q", code, out, errs)
 	}

@@ -267,7 +267,7 @@ func TestArchiveMappingTableAndAlarms(t *testing.T) {
 		t.Errorf("archive alarms %v", found)
 	}
 	outs := s.tpl["Outputs"].(map[string]any)
-	for _, o := range []string{"ArchiveBucket", "ArchiveDatabase", "ArchiveReaderPolicyArn", "ArchiveFunctionName"} {
+	for _, o := range []string{"ArchiveBucket", "ArchiveDatabase", "ArchiveReaderPolicyArn", "ArchiveMappingId"} {
 		if outs[o] == nil {
 			t.Errorf("no output %s", o)
 		}

@@ -1,6 +1,7 @@
 package shardline
 
 import (
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -70,20 +71,28 @@ func (pl *Pipeline) failedBatches(c constructs.Construct, p Props) {
 		Description: jsii.String("S3 bucket of the stream batches Lambda gave up on, records included (shardline redrive --bucket)")})
 }
 
-// functionOutputs names the functions whose given-up batches `shardline
-// redrive` tells apart by the function's name.
-func (pl *Pipeline) functionOutputs(c constructs.Construct) {
+// confineGivenUp lets each function write on-failure objects only under its
+// own mapping's id (Lambda's keys are aws/lambda/<mapping id>/...), by a
+// Deny in the bucket's policy: `shardline redrive` runs an object's
+// records through the code of the mapping its key names, so one function
+// must not be able to pass its records to another's code (the archive's
+// role, which may not write the table, to the ingest code). The ids are
+// outputs, for the command. The bucket policy is a resource of its own,
+// which nothing the mappings need depends on.
+func (pl *Pipeline) confineGivenUp(c constructs.Construct) {
 	stack := awscdk.Stack_Of(c)
-	outputs := []struct {
-		id string
-		fn awslambda.Function
-	}{{"IngestFunctionName", pl.Ingest}, {"CounterFunctionName", pl.Counter}, {"ArchiveFunctionName", pl.Archive}}
-	for _, o := range outputs {
-		if o.fn == nil {
-			continue
-		}
-		awscdk.NewCfnOutput(stack, jsii.String(o.id), &awscdk.CfnOutputProps{Value: o.fn.FunctionName(),
-			Description: jsii.String("function name, for shardline redrive")})
+	for _, g := range pl.givenUp {
+		own := awscdk.Fn_Join(jsii.String(""), &[]*string{pl.FailedBatches.BucketArn(), jsii.String("/" + onfailure.Prefix), g.mapping, jsii.String("/*")})
+		pl.FailedBatches.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:          jsii.String("Only" + g.name + "UnderItsMapping"),
+			Effect:       awsiam.Effect_DENY,
+			Principals:   &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+			Actions:      jsii.Strings("s3:PutObject"),
+			NotResources: &[]*string{own},
+			Conditions:   &map[string]interface{}{"ArnEquals": map[string]interface{}{"aws:PrincipalArn": g.fn.Role().RoleArn()}},
+		}))
+		awscdk.NewCfnOutput(stack, jsii.String(g.name+"MappingId"), &awscdk.CfnOutputProps{Value: g.mapping,
+			Description: jsii.String("the " + strings.ToLower(g.name) + " function's event source mapping: shardline redrive --" + strings.ToLower(g.name) + "-mapping")})
 	}
 }
 
@@ -130,6 +139,7 @@ func eventCount() *awslambda.MetricsConfig {
 
 // givenUp is a mapping whose given-up batches are alarmed on.
 type givenUp struct {
+	name     string // Ingest, Counter, Archive
 	id, what string
 	fn       awslambda.Function
 	mapping  *string // the mapping's UUID
@@ -138,7 +148,7 @@ type givenUp struct {
 // watchGivenUp records that the mapping of fn, whose UUID is mapping,
 // gives batches up to the bucket: alarms (givenUpAlarms) fire for it.
 func (pl *Pipeline) watchGivenUp(name, what string, fn awslambda.Function, mapping *string) {
-	pl.givenUp = append(pl.givenUp, givenUp{id: name + "GivenUpAlarm", what: what, fn: fn, mapping: mapping})
+	pl.givenUp = append(pl.givenUp, givenUp{name: name, id: name + "GivenUpAlarm", what: what, fn: fn, mapping: mapping})
 }
 
 // givenUpAlarms fire within a minute or two of a batch given up on: one a

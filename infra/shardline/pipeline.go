@@ -74,7 +74,7 @@ func NewPipeline(scope constructs.Construct, id string, props *Props) *Pipeline 
 	pl.kinesis(c, p)
 	pl.api(c, p)
 	pl.alarms(c, p)
-	pl.functionOutputs(c)
+	pl.confineGivenUp(c)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: pl.API.ApiEndpoint(), Description: jsii.String("shardline API: POST /v1/events, GET /v1/events, /v1/quarantine, /v1/counts, /v1/sources (IAM-signed)")})
 	awscdk.NewCfnOutput(stack, jsii.String("StreamName"), &awscdk.CfnOutputProps{Value: pl.Stream.StreamName(), Description: jsii.String("Kinesis stream producers put events on")})

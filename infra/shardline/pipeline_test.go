@@ -282,7 +282,8 @@ func TestEventSourceMapping(t *testing.T) {
 // bisection and a record age under the stream's 24 hours, sends what it
 // gives up on to the FailedBatches bucket, counts what it sends there, and
 // has an alarm on that count; fn's role may put objects there, under
-// aws/lambda/, and list it, nothing more.
+// aws/lambda/, and list it, nothing more, and the bucket's policy keeps it
+// to its own mapping's aws/lambda/<id>/.
 func givesUpToTheBucket(t *testing.T, s synth, fn string, m map[string]any) {
 	t.Helper()
 	retries, _ := m["MaximumRetryAttempts"].(float64)
@@ -326,6 +327,18 @@ func givesUpToTheBucket(t *testing.T, s synth, fn string, m map[string]any) {
 	}
 	if !found {
 		t.Errorf("no %sGivenUpAlarm", fn)
+	}
+	confined := false
+	for _, st := range s.bucketPolicy(t, bucket) {
+		st := st.(map[string]any)
+		nr, _ := json.Marshal(st["NotResource"])
+		cond, _ := json.Marshal(st["Condition"])
+		confined = confined || st["Effect"] == "Deny" && st["Action"] == "s3:PutObject" &&
+			strings.Contains(string(nr), `"/aws/lambda/",{"Ref":"`+mappingID+`"},"/*"`) &&
+			strings.HasPrefix(string(cond), `{"ArnEquals":{"aws:PrincipalArn":{"Fn::GetAtt":["P`+fn+`Role`)
+	}
+	if !confined {
+		t.Errorf("%s: the bucket policy does not keep its role to its own mapping's prefix", fn)
 	}
 	var grants []string
 	for id, pol := range s.resources("AWS::IAM::Policy") {
@@ -397,7 +410,7 @@ func TestNoBatchStallsAStream(t *testing.T) {
 		t.Error("no FailedBatchesLostAlarm")
 	}
 	outs := s.tpl["Outputs"].(map[string]any)
-	for _, o := range []string{"FailedBatchesBucket", "IngestFunctionName", "CounterFunctionName", "ArchiveFunctionName"} {
+	for _, o := range []string{"FailedBatchesBucket", "IngestMappingId", "CounterMappingId", "ArchiveMappingId"} {
 		if outs[o] == nil {
 			t.Errorf("no output %s", o)
 		}

@@ -50,7 +50,7 @@ func startArchive(ctx context.Context, out io.Writer, client *dynamodb.Client, e
 		BatchSize: 1000,
 		Log:       log,
 		Filter:    func(r events.DynamoDBEventRecord) bool { return item.IsEventChange(r, "INSERT", "MODIFY") },
-		Retry:     fb.retry(LocalArchiveFunction, archiveMapping),
+		Retry:     fb.retry(LocalArchiveFunction, LocalArchiveMapping),
 		Handler: func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) error {
 			return f.Invoke(ctx, events.DynamoDBEvent{Records: ev.Records})
 		},

@@ -44,7 +44,7 @@ func startCounter(ctx context.Context, out io.Writer, client *dynamodb.Client, e
 		BatchSize: 1000,
 		Log:       log,
 		Filter:    func(r events.DynamoDBEventRecord) bool { return item.IsEventChange(r, "INSERT") },
-		Retry:     fb.retry(LocalCounterFunction, counterMapping),
+		Retry:     fb.retry(LocalCounterFunction, LocalCounterMapping),
 		Handler: func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) error {
 			_, err := f.Invoke(ctx, ev)
 			return err

@@ -204,9 +204,9 @@ func Run(ctx context.Context, o Options) error {
 	fmt.Fprintf(out, "batches the local mappings give up on land, records included, in the local S3 bucket %s; process them again with:\n"+
 		"  EVENTS_TABLE=%s AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \\\n"+
 		"  AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_S3=%s \\\n"+
-		"    ./bin/shardline redrive --bucket %s --counter-function %s --archive-function %s \\\n"+
+		"    ./bin/shardline redrive --bucket %s --ingest-mapping %s --counter-mapping %s --archive-mapping %s \\\n"+
 		"      --archive-dir %s --dry-run\n",
-		FailedBucket, o.Table, kinesislocal.Region, endpoint, fb.endpoint, FailedBucket, LocalCounterFunction, LocalArchiveFunction, archiveDir)
+		FailedBucket, o.Table, kinesislocal.Region, endpoint, fb.endpoint, FailedBucket, LocalIngestMapping, LocalCounterMapping, LocalArchiveMapping, archiveDir)
 	fmt.Fprintf(out, "\nopen the explorer, a page over the API, at %s/\n", base)
 	fmt.Fprintln(out, "serving until Ctrl-C")
 	if o.OnServing != nil {

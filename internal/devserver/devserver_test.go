@@ -41,7 +41,7 @@ func TestRun(t *testing.T) {
 		"sources in the last two days", "13 of 13 stored events counted", "archived 13 of 13 stored events",
 		"Kinesis (kinesalite) at " + kin.Endpoint + ": stream shardline-events (arn:aws:kinesis:us-east-1:000000000000:stream/shardline-events)",
 		"aws kinesis put-record --endpoint-url " + kin.Endpoint + " --region us-east-1", "go, records included, to the local S3 bucket " + kin.Bucket,
-		"AWS_ENDPOINT_URL_S3=" + kin.S3, "shardline redrive --bucket shardline-failed-batches --counter-function shardline-counter-local --archive-function shardline-archive-local"} {
+		"AWS_ENDPOINT_URL_S3=" + kin.S3, "shardline redrive --bucket shardline-failed-batches --ingest-mapping local-ingest --counter-mapping local-counter --archive-mapping local-archive"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

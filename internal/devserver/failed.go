@@ -19,8 +19,7 @@ import (
 // the stack's mappings write to its FailedBatches bucket.
 const FailedBucket = "shardline-failed-batches"
 
-// The local functions' names, as the on-failure records name them and
-// `shardline redrive` is told them.
+// The local functions' names, as the on-failure records name them.
 const (
 	LocalIngestFunction  = "shardline-ingest-local"
 	LocalCounterFunction = "shardline-counter-local"
@@ -28,11 +27,11 @@ const (
 )
 
 // The local mappings' ids, in the on-failure objects' keys
-// (aws/lambda/<mapping id>/...).
+// (aws/lambda/<mapping id>/...), as `shardline redrive` is told them.
 const (
-	ingestMapping  = "local-ingest"
-	counterMapping = "local-counter"
-	archiveMapping = "local-archive"
+	LocalIngestMapping  = "local-ingest"
+	LocalCounterMapping = "local-counter"
+	LocalArchiveMapping = "local-archive"
 )
 
 // The local mappings of the table's stream give a failing batch up as the

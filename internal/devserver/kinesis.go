@@ -64,7 +64,7 @@ func startKinesis(ctx context.Context, out io.Writer, o Options, h *ingest.Handl
 		Client: kc, StreamARN: k.StreamARN, Handler: h.Kinesis,
 		BatchSize: LocalBatchSize, Window: LocalWindow, Timeout: LocalTimeout,
 		RetryAttempts: LocalRetryAttempts, Bisect: true, MaxRecordAge: LocalMaxRecordAge,
-		OnFailure:   fb.destination(ingestMapping).Put,
+		OnFailure:   fb.destination(LocalIngestMapping).Put,
 		FunctionARN: localFunctionARN(LocalIngestFunction),
 		Log:         log,
 	}

@@ -5,8 +5,11 @@
 // bucket's aws/lambda/ prefix, Run hands the records to the consumer that
 // gave up on them, running its own code: a Kinesis batch to the ingest
 // handler, a table stream batch to the counter (counts.Counter.Redrive) or
-// the archive (archive.Function.Archive), as the failed function's name
-// says. It deletes the object only once every record of it was processed.
+// the archive (archive.Function.Archive). Which consumer an object is for
+// comes from the event source mapping's id in its key
+// (aws/lambda/<mapping id>/...), which the stack's bucket policy lets only
+// that mapping's function write under, not from the record's content. It
+// deletes the object only once every record of it was processed.
 // Each consumer is idempotent, so an object redriven twice, or a run that
 // was interrupted and is run again, stores, counts and archives nothing
 // twice.
@@ -17,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -55,12 +59,11 @@ type Redriver struct {
 	// leaves their batches in the bucket.
 	Counter *counts.Counter
 	Archive *archive.Function
-	// Functions maps the deployed functions' names to their consumer: a
-	// table stream batch goes to the consumer of the function that gave
-	// it up. A Kinesis batch goes to Ingest unless its function is mapped
-	// to another consumer.
-	Functions map[string]Consumer
-	Log       *slog.Logger // progress; default: discard
+	// Mappings maps the event source mappings' ids (the stack's outputs
+	// IngestMappingId, CounterMappingId, ArchiveMappingId) to their
+	// consumer; an object under another mapping's prefix is left.
+	Mappings map[string]Consumer
+	Log      *slog.Logger // progress; default: discard
 }
 
 // Defaults of Options.
@@ -122,9 +125,9 @@ const (
 	// Undecided: the counter cannot tell which of the records were counted
 	// (counts.AmbiguousError); the object is left.
 	Undecided Outcome = "undecided"
-	// Unknown: the object is of a function this run was not told of; it
-	// is left.
-	Unknown Outcome = "unknown function"
+	// Unknown: the object is of an event source mapping this run was not
+	// told of; it is left.
+	Unknown Outcome = "unknown mapping"
 	// Invalid: the object is not an on-failure record with its records; it
 	// is left.
 	Invalid Outcome = "invalid"
@@ -135,7 +138,8 @@ type Result struct {
 	Key       string
 	Outcome   Outcome
 	Consumer  Consumer             // "" when not known
-	Function  string               // the function that gave up, from the record
+	Mapping   string               // the event source mapping's id, from the key
+	Function  string               // the function that gave up, as the record names it
 	Batch     *onfailure.BatchInfo // nil when Invalid
 	Condition string               // why Lambda gave up
 	Records   int                  // records in the object
@@ -211,7 +215,7 @@ func (r *Redriver) Run(ctx context.Context, o Options) (Summary, error) {
 
 // handle redrives one object.
 func (r *Redriver) handle(ctx context.Context, o Options, key string) Result {
-	res := Result{Key: key}
+	res := Result{Key: key, Mapping: mappingOf(key)}
 	body, err := r.get(ctx, key)
 	if err != nil {
 		res.Outcome, res.Err = Failed, err
@@ -229,7 +233,7 @@ func (r *Redriver) handle(ctx context.Context, o Options, key string) Result {
 		return res
 	}
 	res.Records = b.size()
-	if res.Consumer, err = r.consumer(rec); err != nil {
+	if res.Consumer, err = r.consumer(res.Mapping, rec); err != nil {
 		res.Outcome, res.Err = Unknown, err
 		return res
 	}
@@ -256,17 +260,29 @@ func (r *Redriver) handle(ctx context.Context, o Options, key string) Result {
 	return res
 }
 
-// consumer is who gave rec's batch up.
-func (r *Redriver) consumer(rec onfailure.Record) (Consumer, error) {
-	name := rec.FunctionName()
-	if c, ok := r.Functions[name]; ok {
-		if (c == Ingest) != (rec.Source() == onfailure.Kinesis) {
-			return "", fmt.Errorf("function %s is given as the %s function, but the batch is of a %s stream", name, c, rec.Source())
-		}
-		return c, nil
+// consumer is who gave rec's batch up: the consumer of the mapping whose
+// prefix holds it, which must read the kind of stream rec's batch is of.
+func (r *Redriver) consumer(mapping string, rec onfailure.Record) (Consumer, error) {
+	c, ok := r.Mappings[mapping]
+	switch {
+	case !ok:
+		return "", fmt.Errorf("event source mapping %s (function %s) is not one this run was given", mapping, rec.FunctionName())
+	case (c == Ingest) != (rec.Source() == onfailure.Kinesis):
+		return "", fmt.Errorf("mapping %s is the %s's, but the object holds a %s stream batch", mapping, c, rec.Source())
 	}
-	if rec.Source() == onfailure.Kinesis {
-		return Ingest, nil // the stack's one Kinesis consumer
+	return c, nil
+}
+
+// mappingOf is the event source mapping id in key, Lambda's
+// aws/lambda/<mapping id>/<shard id>/...; "" when key is not laid out so.
+func mappingOf(key string) string {
+	rest, ok := strings.CutPrefix(key, onfailure.Prefix)
+	if !ok {
+		return ""
 	}
-	return "", fmt.Errorf("function %s gave up on this table stream batch, and it is neither the counter nor the archive function named to redrive", name)
+	id, _, ok := strings.Cut(rest, "/")
+	if !ok {
+		return ""
+	}
+	return id
 }

@@ -112,7 +112,7 @@ func TestRedriveIngest(t *testing.T) {
 		t.Fatalf("%d of %d events stored before the redrive: the fault did not bite", n, len(want))
 	}
 	saved := snapshot(t, bucket)
-	r := &Redriver{S3: tests3.Client(t), Bucket: bucket, Ingest: h.Kinesis}
+	r := &Redriver{S3: tests3.Client(t), Bucket: bucket, Ingest: h.Kinesis, Mappings: map[string]Consumer{"ingest-mapping": Ingest}}
 	ctx := context.Background()
 
 	var seen []Result
@@ -156,10 +156,11 @@ func TestRedriveIngest(t *testing.T) {
 	// finishes it.
 	restore(t, bucket, saved)
 	cctx, cancel := context.WithCancel(ctx)
-	interrupted := &Redriver{S3: tests3.Client(t), Bucket: bucket, Ingest: func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
-		defer cancel()
-		return h.Kinesis(ctx, ev)
-	}}
+	interrupted := &Redriver{S3: tests3.Client(t), Bucket: bucket, Mappings: r.Mappings,
+		Ingest: func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+			defer cancel()
+			return h.Kinesis(ctx, ev)
+		}}
 	if _, err := interrupted.Run(cctx, Options{}); !errors.Is(err, context.Canceled) || len(tests3.Keys(t, bucket)) != objects {
 		t.Fatalf("interrupted run: %v, %d objects left of %d", err, len(tests3.Keys(t, bucket)), objects)
 	}
@@ -170,9 +171,10 @@ func TestRedriveIngest(t *testing.T) {
 }
 
 // TestLeftInTheBucket: an object that is not an on-failure record, one
-// without its records (an SQS destination's), one of a table stream
-// function the run was not told of, and one of a consumer the run has no
-// code for are reported and left; Max stops early.
+// without its records (an SQS destination's), one under a mapping the run
+// was not given, one whose batch is not of the stream its mapping reads (a
+// forged one), and one of a consumer the run has no code for are reported
+// and left; Prefix and Max narrow a run.
 func TestLeftInTheBucket(t *testing.T) {
 	bucket := tests3.Bucket(t)
 	put := func(key, body string) {
@@ -181,38 +183,49 @@ func TestLeftInTheBucket(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put("aws/lambda/m/1", `{"hello":"world"}`)
-	put("aws/lambda/m/2", `{"requestContext":{"condition":"RetryAttemptsExhausted"},"KinesisBatchInfo":{"shardId":"s","streamArn":"a","startSequenceNumber":"1","endSequenceNumber":"1","batchSize":1}}`)
-	ddb, err := onfailure.NewDynamoDB(onfailure.GiveUp{StreamARN: "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/x", ShardID: "shardId-1",
-		Condition: onfailure.RetryAttemptsExhausted, Invocations: 2, FunctionARN: "arn:aws:lambda:us-east-1:000000000000:function:someone-else", At: time.Now()},
-		[]events.DynamoDBEventRecord{{EventName: "INSERT", Change: events.DynamoDBStreamRecord{SequenceNumber: "100"}}})
-	if err != nil {
-		t.Fatal(err)
+	record := func(src onfailure.Source) string {
+		g := onfailure.GiveUp{StreamARN: "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/x", ShardID: "shardId-1",
+			Condition: onfailure.RetryAttemptsExhausted, Invocations: 2, FunctionARN: "arn:aws:lambda:us-east-1:000000000000:function:fn", At: time.Now()}
+		var r onfailure.Record
+		var err error
+		if src == onfailure.Kinesis {
+			r, err = onfailure.NewKinesis(g, []events.KinesisEventRecord{{Kinesis: events.KinesisRecord{SequenceNumber: "100", Data: []byte("{}")}}})
+		} else {
+			r, err = onfailure.NewDynamoDB(g, []events.DynamoDBEventRecord{{EventName: "INSERT", Change: events.DynamoDBStreamRecord{SequenceNumber: "100"}}})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := json.Marshal(r)
+		return string(body)
 	}
-	body, _ := json.Marshal(ddb)
-	put("aws/lambda/m/3", string(body))
-	put("other/prefix/4", `{}`)
-	r := &Redriver{S3: tests3.Client(t), Bucket: bucket, Functions: map[string]Consumer{"archive-fn": Archive}}
+	put("aws/lambda/counter/s/1", `{"hello":"world"}`)
+	put("aws/lambda/counter/s/2", `{"requestContext":{"condition":"RetryAttemptsExhausted"},"DDBStreamBatchInfo":{"shardId":"s","streamArn":"a","startSequenceNumber":"1","endSequenceNumber":"1","batchSize":1}}`)
+	put("aws/lambda/counter/s/3", record(onfailure.Kinesis))
+	put("aws/lambda/other/s/4", record(onfailure.DynamoDB))
+	put("aws/lambda/counter/s/5", record(onfailure.DynamoDB))
+	put("elsewhere/6", `{}`)
+	r := &Redriver{S3: tests3.Client(t), Bucket: bucket, Mappings: map[string]Consumer{"counter": Counter}}
 	var got []Result
 	sum, err := r.Run(context.Background(), Options{OnObject: func(res Result) { got = append(got, res) }})
-	if err != nil || sum.Objects != 3 || sum.Invalid != 2 || sum.Unknown != 1 || !sum.NeedsAttention() {
+	if err != nil || sum.Objects != 5 || sum.Invalid != 2 || sum.Unknown != 2 || sum.Failed != 1 || !sum.NeedsAttention() {
 		t.Fatalf("%+v, %v", sum, err)
 	}
-	for i, want := range []string{"neither KinesisBatchInfo nor DDBStreamBatchInfo", "no payload", "function someone-else gave up on this table stream batch"} {
+	for i, want := range []string{"neither KinesisBatchInfo nor DDBStreamBatchInfo", "no payload", "mapping counter is the counter's, but the object holds a kinesis stream batch",
+		"counter: this run has no counter code", "event source mapping other (function fn) is not one this run was given"} {
 		if got[i].Err == nil || !strings.Contains(got[i].Err.Error(), want) {
-			t.Errorf("object %d: %v, want %q", i, got[i].Err, want)
+			t.Errorf("object %s: %v, want %q", got[i].Key, got[i].Err, want)
 		}
 	}
-	r.Functions["someone-else"] = Counter // named, but this run has no counter code
-	sum, err = r.Run(context.Background(), Options{Max: 2, Prefix: "aws/lambda/m/2"})
-	if err != nil || sum.Objects != 1 || sum.Invalid != 1 {
+	sum, err = r.Run(context.Background(), Options{Prefix: "aws/lambda/other/"})
+	if err != nil || sum.Objects != 1 || sum.Unknown != 1 {
 		t.Fatalf("prefix: %+v, %v", sum, err)
 	}
-	sum, err = r.Run(context.Background(), Options{Max: 1, Prefix: "aws/lambda/m/3"})
-	if err != nil || sum.Failed != 1 {
-		t.Fatalf("no counter code: %+v, %v", sum, err)
+	sum, err = r.Run(context.Background(), Options{Max: 2})
+	if err != nil || sum.Objects != 2 {
+		t.Fatalf("max 2: %+v, %v", sum, err)
 	}
-	if n := len(tests3.Keys(t, bucket)); n != 4 {
-		t.Fatalf("%d objects left, want 4", n)
+	if n := len(tests3.Keys(t, bucket)); n != 6 {
+		t.Fatalf("%d objects left, want 6", n)
 	}
 }

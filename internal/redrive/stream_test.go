@@ -140,7 +140,7 @@ func TestRedriveTableStream(t *testing.T) {
 
 	objects := int(cp.Delivered() + ap.Delivered())
 	saved := snapshot(t, bucket)
-	r := &Redriver{S3: tests3.Client(t), Bucket: bucket, Functions: map[string]Consumer{"counter-fn": Counter, "archive-fn": Archive},
+	r := &Redriver{S3: tests3.Client(t), Bucket: bucket, Mappings: map[string]Consumer{"counter-mapping": Counter, "archive-mapping": Archive},
 		Counter: &counts.Counter{Client: client, Table: table, Retention: 30 * 24 * time.Hour}, Archive: &archive.Function{Store: archive.Dir(dir)}}
 	var byConsumer = map[Consumer]int{}
 	sum, err := r.Run(ctx, Options{OnObject: func(res Result) { byConsumer[res.Consumer]++ }})
