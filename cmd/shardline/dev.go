@@ -23,12 +23,13 @@ real ingest handler and GET /v1/events, /v1/quarantine, /v1/counts and
 prints what was stored and a query, and serves until Ctrl-C.
 
 It also starts kinesalite (a Kinesis API, npm) with a stream of one shard, and
-a local SQS (npm local-aws-sqs) with the on-failure queue
-shardline-failed-batches, and runs the ingest handler on the stream as the
-stack's event source mapping does: batches of 500 within a 1 s window,
-batchItemFailures honoured, bisect on error, 10 retries, then an on-failure
-record on the queue. Put records with any Kinesis client pointed at the
-printed endpoint (region us-east-1, any credentials).
+a local S3 (npm s3rver) with the on-failure bucket shardline-failed-batches,
+and runs the ingest handler on the stream as the stack's event source mapping
+does: batches of 500 within a 1 s window, batchItemFailures honoured, bisect
+on error, 10 retries, then the batch, records included, in the bucket. The
+counter and the archive run on the table's stream the same way. Put records
+with any Kinesis client pointed at the printed endpoint (region us-east-1,
+any credentials); shardline redrive processes what the bucket holds.
 
 The functions' environment variables (SHARDS_DEFAULT, SHARDS_OVERRIDES,
 RETENTION_DAYS, LOG_LEVEL, ...) apply; see the README. Cursors are signed
@@ -58,7 +59,7 @@ func dev(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Table, "table", "shardline-events", "name of the events table")
 	fs.StringVar(&o.Stream, "stream", "shardline-events", "name of the local Kinesis stream")
 	fs.IntVar(&o.KinesisPort, "kinesis-port", 4567, "port for kinesalite, the local Kinesis API (0 picks a free one)")
-	fs.IntVar(&o.SQSPort, "sqs-port", 9324, "port for the local SQS that holds the on-failure queue (0 picks a free one)")
+	fs.IntVar(&o.S3Port, "s3-port", 4568, "port for the local S3 (s3rver) that holds the on-failure bucket (0 picks a free one)")
 	fs.StringVar(&o.Samples, "samples", "events", "directory of sample events to replay at start (empty: none)")
 	verbose := fs.Bool("v", false, "log every invocation")
 	fs.Usage = func() {

@@ -7,7 +7,7 @@
 //	shardline bench   measure shardline against the naive design (make bench)
 //	shardline quarantine list|replay
 //	                  list quarantined records; replay them under the current rules
-//	shardline redrive re-ingest the Kinesis batches Lambda gave up on
+//	shardline redrive re-process the stream batches Lambda gave up on
 //	shardline send    send events to a Kinesis stream or the HTTP API
 //	shardline query   page a source's events out of the API as NDJSON
 //	shardline tail    print a source's newest events, and follow them (-f)
@@ -42,7 +42,7 @@ var commands = []command{
 	{"heatsim", "simulate partition heat under the naive key designs and shardline's", heat},
 	{"bench", "measure ingest, queries and cold start against the naive design", bench},
 	{"quarantine", "list quarantined records, or replay them under the current rules", quarantine},
-	{"redrive", "re-ingest the Kinesis batches Lambda gave up on, from the on-failure queue", redriveCmd},
+	{"redrive", "re-process the stream batches Lambda gave up on, from the on-failure bucket", redriveCmd},
 	{"send", "send events from files or stdin to a Kinesis stream or the HTTP API", sendCmd},
 	{"query", "page a source's events out of GET /v1/events as NDJSON", queryCmd},
 	{"tail", "print a source's newest events; with -f, follow it as tail -f does", tailCmd},

@@ -20,10 +20,10 @@ import (
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/internal/testkinesis"
-	"github.com/shardline/shardline/internal/testsqs"
+	"github.com/shardline/shardline/internal/tests3"
 )
 
-func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start, testsqs.Start) }
+func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start, tests3.Start) }
 
 // TestQuarantineCommands: list, replay -dry-run, replay and replay again,
 // configured as an operator would be: the ingest function's variables with

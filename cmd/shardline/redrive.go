@@ -7,118 +7,120 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
+	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/shardline/shardline/internal/archive"
+	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/kinesisread"
+	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/internal/redrive"
 )
 
 // redriveHelp is what "shardline redrive -h" prints before the flags.
-const redriveHelp = `usage: shardline redrive --queue URL [--stream-arn ARN] [--dry-run] [--max N] [-v]
+const redriveHelp = `usage: shardline redrive --bucket NAME --ingest-mapping ID --counter-mapping ID --archive-mapping ID [--dry-run] [--max N] [-v]
 
-Re-ingests the Kinesis batches that Lambda gave up on (after RetryAttempts
-or MaxRecordAge; the FailedBatchesAlarm). Each message of the on-failure
-queue only points at its batch: shard, first and last sequence number. For
-each message redrive
+Re-processes the stream batches that Lambda gave up on: the ingest
+function's on the Kinesis stream, and the counter's and the archive's on
+the table's stream. Each event source mapping gives a batch up after its
+retries (RetryAttempts) or its record age (MaxRecordAge), and writes it,
+records included, to the stack's FailedBatches bucket under aws/lambda/;
+the alarms IngestGivenUpAlarm, CounterGivenUpAlarm and ArchiveGivenUpAlarm
+fire. The bucket keeps an object for FailedBatchRetentionDays (14 by
+default, at least 7). For each object redrive
 
-  1. reads the batch back from the stream: GetShardIterator
-     AT_SEQUENCE_NUMBER at the first record, GetRecords past the last;
-  2. runs the records through the ingest function's own code, as one or
-     more Kinesis invocations with their real sequence numbers and arrival
-     times, and sends again whatever it reports as not stored;
-  3. deletes the message only once every record of the batch is stored.
+  1. reads Lambda's record and the batch's records it holds;
+  2. runs them through the code of the function that gave up on them: a
+     Kinesis batch through the ingest code (retrying what it reports as not
+     stored), a table stream batch through the counter's or the archive's.
+     Which one comes from the event source mapping's id in the object's key
+     (aws/lambda/<mapping id>/...): the bucket's policy lets each function
+     write only under its own mapping's id, so a function cannot have its
+     records run through another's code;
+  3. deletes the object only once every record of it was processed.
 
-Ingest is idempotent: an event is stored under the same key however often it
-is sent, and one without a time gets its record's arrival time, the same on
-every replay. So redriving a batch that was partly stored, or running
-redrive again after an interruption, stores nothing twice. With a
-ParallelizationFactor above 1 a batch's range in the shard also holds
-records of other batches; redrive stores them again too, which changes
-nothing. Fix the cause first (the ingest function's errors, throttling),
-then redrive.
+Each is idempotent, so an object redriven twice, or a run interrupted
+(Ctrl-C, a crash) and started again, stores, counts and archives nothing
+twice: an event is stored under the same key however often it is sent; the
+archive rewrites the batch's own objects; the counter counts exactly the
+events that the batch's failed attempts had not, which each failed attempt
+notes in the table, under a watermark of the batch's own.
 
-A message is left on the queue when its records have left the stream (the
-stream keeps them for its retention period, counted from their arrival:
-redrive says when they were trimmed; they cannot be recovered from the
-stream), when they cannot all be stored now (run again later), when it is
-not an on-failure record, or with --stream-arn, when it is of another
-stream. Messages left are made visible again when redrive ends, so a second
-run takes them up at once; one interrupted (Ctrl-C, a crash) comes back
-after --visibility. While a message is worked on, its visibility is
-extended.
-
---dry-run receives every message and reads its records back, reports, and
-writes and deletes nothing. Progress goes to stderr, a line a message; the
-summary to stdout. The exit status is 1 when a message needs attention
-(records gone, not stored, not an on-failure record).
+An object is left in the bucket, and the exit status is 1, when its
+records cannot all be processed now (fix the cause, run again), when the
+counter cannot tell which of its events were counted (see
+docs/failed-batches.md), when it is of a mapping not named here, or when it
+is not an on-failure record. --dry-run reads every object and reports,
+and changes nothing. Progress goes to stderr, a line an object; the summary
+to stdout.
 
 Configuration: the ingest function's environment variables, set as the
 deployed function has them: EVENTS_TABLE (or -table), SHARDS_DEFAULT,
 SHARDS_OVERRIDES, GSI_SHARDS_DEFAULT, GSI_SHARDS_OVERRIDES,
-QUARANTINE_SHARDS, RETENTION_DAYS, MAX_EVENT_BYTES, WRITE_CONCURRENCY.
-AWS credentials and region (the stack's) come from the SDK's default chain
-(AWS_PROFILE, AWS_REGION, ...). AWS_ENDPOINT_URL_SQS,
-AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_DYNAMODB point it at local
-engines, such as those make run starts.
+QUARANTINE_SHARDS, RETENTION_DAYS, MAX_EVENT_BYTES, WRITE_CONCURRENCY. AWS
+credentials and region (the stack's) come from the SDK's default chain
+(AWS_PROFILE, AWS_REGION, ...). AWS_ENDPOINT_URL_S3 and
+AWS_ENDPOINT_URL_DYNAMODB point it at local engines, such as those make
+run starts (the S3 one is then addressed path-style). The archive's
+objects go to --archive-bucket, or to --archive-dir for make run's.
 
-Permissions (IAM): on the on-failure queue sqs:ReceiveMessage,
-sqs:ChangeMessageVisibility and sqs:DeleteMessage; on the stream
-kinesis:DescribeStreamSummary, kinesis:GetShardIterator and
-kinesis:GetRecords (and kms:Decrypt on its key if it is a customer managed
-one); on the events table what the ingest function may do, with
-partition-key prefixes as dynamodb:LeadingKeys: dynamodb:BatchWriteItem on
-E# and Q#, dynamodb:GetItem, dynamodb:PutItem and dynamodb:UpdateItem on M#,
-dynamodb:PutItem on S#. --dry-run needs only the SQS and Kinesis ones
-(sqs:DeleteMessage excepted). The stack's functions are not granted this:
-redrive is an operator's command.
+Permissions (IAM): on the FailedBatches bucket s3:ListBucket, s3:GetObject
+and s3:DeleteObject; on the events table what the ingest and the counter
+functions may do, with partition-key prefixes as dynamodb:LeadingKeys:
+dynamodb:BatchWriteItem on E# and Q#, dynamodb:GetItem, dynamodb:PutItem and
+dynamodb:UpdateItem on M#, dynamodb:PutItem on S#, dynamodb:GetItem and
+dynamodb:UpdateItem on C#; s3:PutObject on the archive bucket's events/.
+--dry-run needs only s3:ListBucket and s3:GetObject. The stack's functions
+are not granted this: redrive is an operator's command.
 
 examples:
-  shardline redrive --queue "$QUEUE_URL" --stream-arn "$STREAM_ARN" --dry-run
-  shardline redrive --queue "$QUEUE_URL" --stream-arn "$STREAM_ARN"
-  shardline redrive --queue "$QUEUE_URL" --max 10
+  shardline redrive --bucket "$(out FailedBatchesBucket)" --ingest-mapping "$(out IngestMappingId)" \
+      --counter-mapping "$(out CounterMappingId)" --archive-mapping "$(out ArchiveMappingId)" \
+      --archive-bucket "$(out ArchiveBucket)" --dry-run
 
-  the queue is the stack's whose name holds FailedBatches:
-  QUEUE_URL=$(aws sqs list-queues --queue-name-prefix Shardline \
-      --query "QueueUrls[?contains(@, 'FailedBatches')] | [0]" --output text)
+  where out reads an output of the stack (Shardline, or the name you deployed it under):
+  out() { aws cloudformation describe-stacks --stack-name Shardline \
+      --query "Stacks[0].Outputs[?OutputKey=='$1'].OutputValue" --output text; }
 
-  against make run's local engines (it prints this command with their ports):
+  against make run's local engines (it prints this command with their ports and paths):
   EVENTS_TABLE=shardline-events AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
-  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 AWS_ENDPOINT_URL_KINESIS=http://127.0.0.1:4567 \
-  AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9324 \
-      shardline redrive --queue http://127.0.0.1:9324/000000000000/shardline-failed-batches
+  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 AWS_ENDPOINT_URL_S3=http://127.0.0.1:4568 \
+      shardline redrive --bucket shardline-failed-batches --ingest-mapping local-ingest \
+      --counter-mapping local-counter --archive-mapping local-archive --archive-dir /tmp/shardline-archive-123
 
 flags:
 `
 
 // redriveFlags are the flags of "shardline redrive".
 type redriveFlags struct {
-	fs               *flag.FlagSet
-	queue, stream    string
-	table            string
-	dryRun, verbose  bool
-	max, attempts    int
-	visibility, wait time.Duration
+	fs                                *flag.FlagSet
+	bucket, prefix, table             string
+	ingestMap, counterMap, archiveMap string
+	archiveBucket, archiveDir         string
+	dryRun, verbose                   bool
+	max, attempts                     int
 }
 
 func newRedriveFlags(stderr io.Writer) *redriveFlags {
 	f := &redriveFlags{fs: flag.NewFlagSet("shardline redrive", flag.ContinueOnError)}
 	fs := f.fs
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.queue, "queue", "", "URL of the on-failure SQS queue (required; the FailedBatches queue of the stack)")
-	fs.StringVar(&f.stream, "stream-arn", "", "redrive only the batches of this stream; leave the others on the queue")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "read each message and its records back and report; write and delete nothing")
-	fs.IntVar(&f.max, "max", 0, "handle at most this many messages (0: all)")
+	fs.StringVar(&f.bucket, "bucket", "", "the on-failure bucket (required; the stack's FailedBatchesBucket output)")
+	fs.StringVar(&f.ingestMap, "ingest-mapping", "", "id of the ingest function's event source mapping (IngestMappingId): its batches are ingested again")
+	fs.StringVar(&f.counterMap, "counter-mapping", "", "id of the counter function's event source mapping (CounterMappingId): its batches are counted again")
+	fs.StringVar(&f.archiveMap, "archive-mapping", "", "id of the archive function's event source mapping (ArchiveMappingId): its batches are archived again")
+	fs.StringVar(&f.archiveBucket, "archive-bucket", "", "the archive bucket (ArchiveBucket) that redriven archive batches are written to")
+	fs.StringVar(&f.archiveDir, "archive-dir", "", "a directory to write redriven archive batches to instead, as make run's archive")
+	fs.StringVar(&f.prefix, "prefix", onfailure.Prefix, "redrive only the objects under this prefix (aws/lambda/<mapping id>/ is one event source mapping's)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "read and check each object and report; process and delete nothing")
+	fs.IntVar(&f.max, "max", 0, "handle at most this many objects (0: all)")
 	fs.StringVar(&f.table, "table", "", "the events table (default $EVENTS_TABLE)")
-	fs.IntVar(&f.attempts, "attempts", redrive.DefaultAttempts, "invocations of the ingest code for a record before its message is left for a later run")
-	fs.DurationVar(&f.visibility, "visibility", redrive.DefaultVisibility, "how long a message being redriven stays hidden from other readers; extended while it is worked on")
-	fs.DurationVar(&f.wait, "wait", redrive.DefaultWait, "long poll of a receive (at most 20s); redrive ends at the first that brings nothing new")
-	fs.BoolVar(&f.verbose, "v", false, "also log the ingest code's own lines")
+	fs.IntVar(&f.attempts, "attempts", redrive.DefaultAttempts, "runs of a consumer's code with a batch before its object is left for a later run")
+	fs.BoolVar(&f.verbose, "v", false, "also log the consumers' own lines")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, redriveHelp)
 		fs.PrintDefaults()
@@ -130,24 +132,45 @@ func (f *redriveFlags) parse(args []string) error {
 	if err := f.fs.Parse(args); err != nil {
 		return err
 	}
-	if f.fs.NArg() > 0 {
+	switch {
+	case f.fs.NArg() > 0:
 		return fmt.Errorf("redrive takes no arguments, got %q; flags go before anything else", f.fs.Args())
+	case f.bucket == "":
+		return errors.New("--bucket is required: the on-failure bucket, the stack's FailedBatchesBucket output (shardline redrive -h shows how to read it)")
+	case f.max < 0:
+		return fmt.Errorf("--max %d: must be 0 (all) or more", f.max)
+	case f.archiveBucket != "" && f.archiveDir != "":
+		return errors.New("--archive-bucket and --archive-dir: give one, where the archive is")
+	case !strings.HasPrefix(f.prefix, onfailure.Prefix):
+		return fmt.Errorf("--prefix %q: Lambda writes under %s; give that or a prefix under it", f.prefix, onfailure.Prefix)
 	}
-	if f.queue == "" {
-		return errors.New("--queue is required: the URL of the on-failure queue, the stack's queue whose name holds FailedBatches (aws sqs list-queues --queue-name-prefix Shardline lists the stack's queues)")
-	}
-	if f.stream != "" {
-		if _, err := kinesisread.ParseARN(f.stream); err != nil {
-			return fmt.Errorf("--stream-arn: %w", err)
+	seen := map[string]string{}
+	for _, m := range []struct{ flag, id string }{{"--ingest-mapping", f.ingestMap}, {"--counter-mapping", f.counterMap}, {"--archive-mapping", f.archiveMap}} {
+		switch {
+		case m.id == "":
+		case strings.Contains(m.id, "/"):
+			return fmt.Errorf("%s %q: an event source mapping's id, such as the stack's output, not a key or an ARN", m.flag, m.id)
+		case seen[m.id] != "":
+			return fmt.Errorf("%s and %s are the same mapping %s: each consumer has its own", seen[m.id], m.flag, m.id)
+		default:
+			seen[m.id] = m.flag
 		}
 	}
-	if f.max < 0 {
-		return fmt.Errorf("--max %d: must be 0 (all) or more", f.max)
-	}
-	if f.visibility < time.Second || f.visibility > 12*time.Hour {
-		return fmt.Errorf("--visibility %v: must be between 1s and 12h (SQS's limits)", f.visibility)
+	if len(seen) == 0 {
+		return errors.New("name at least one mapping to redrive: --ingest-mapping, --counter-mapping, --archive-mapping (the stack's outputs IngestMappingId, CounterMappingId, ArchiveMappingId)")
 	}
 	return nil
+}
+
+// mappings maps the named mappings to their consumers.
+func (f *redriveFlags) mappings() map[string]redrive.Consumer {
+	m := map[string]redrive.Consumer{}
+	for id, c := range map[string]redrive.Consumer{f.ingestMap: redrive.Ingest, f.counterMap: redrive.Counter, f.archiveMap: redrive.Archive} {
+		if id != "" {
+			m[id] = c
+		}
+	}
+	return m
 }
 
 // redriveCmd is "shardline redrive".
@@ -165,77 +188,81 @@ func redriveCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("load AWS configuration: %w", err)
 	}
-	ingestLevel := slog.LevelWarn
+	s3c := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		// A local S3 (make run's) answers path-style only, and without the
+		// response checksums the SDK would otherwise log about.
+		o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	level := slog.LevelWarn
 	if f.verbose {
-		ingestLevel = slog.LevelInfo
+		level = slog.LevelInfo
 	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	r := &redrive.Redriver{
-		SQS:      sqs.NewFromConfig(awsCfg),
-		QueueURL: f.queue,
-		Kinesis:  kinesis.NewFromConfig(awsCfg),
-		Ingest: ingest.New(env.cfg, env.client, ingest.Options{
-			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: ingestLevel})),
-		}).Kinesis,
-		Log: slog.New(slog.NewTextHandler(stderr, nil)),
+		S3: s3c, Bucket: f.bucket, Mappings: f.mappings(),
+		Ingest:  ingest.New(env.cfg, env.client, ingest.Options{Logger: logger}).Kinesis,
+		Counter: &counts.Counter{Client: env.client, Table: env.cfg.Table, Retention: env.cfg.Retention},
+		Log:     slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
-	o := redrive.Options{
-		StreamARN: f.stream, DryRun: f.dryRun, Max: f.max, Attempts: f.attempts,
-		Visibility: f.visibility, Wait: f.wait,
-		OnMessage: func(res redrive.Result) { printRedriven(stderr, res) },
+	switch {
+	case f.archiveBucket != "":
+		r.Archive = &archive.Function{Store: archive.S3{Client: s3c, Bucket: f.archiveBucket}, Log: logger}
+	case f.archiveDir != "":
+		r.Archive = &archive.Function{Store: archive.Dir(f.archiveDir), Log: logger}
 	}
 	if f.dryRun {
-		fmt.Fprintln(stderr, "dry run: nothing is written or deleted")
+		fmt.Fprintln(stderr, "dry run: nothing is processed or deleted")
 	}
-	sum, err := r.Run(env.ctx, o)
+	sum, err := r.Run(env.ctx, redrive.Options{
+		DryRun: f.dryRun, Max: f.max, Prefix: f.prefix, Attempts: f.attempts,
+		OnObject: func(res redrive.Result) { printRedriven(stderr, res) },
+	})
 	printRedriveSummary(stdout, f, env.cfg, sum)
 	return redriveError(err, sum)
 }
 
-// printRedriven is a message's progress line.
+// printRedriven is an object's progress line.
 func printRedriven(w io.Writer, res redrive.Result) {
-	where := res.MessageID
+	where := res.Key
 	if b := res.Batch; b != nil {
-		where = fmt.Sprintf("%s %s..%s (%d %s, %s)", b.ShardID, b.StartSequenceNumber, b.EndSequenceNumber,
+		where = fmt.Sprintf("%s %s %s..%s (%d %s, %s)", res.Function, b.ShardID, b.StartSequenceNumber, b.EndSequenceNumber,
 			b.BatchSize, plural(b.BatchSize, "record", "records"), res.Condition)
 	}
 	what := ""
 	switch res.Outcome {
 	case redrive.Redriven:
-		what = fmt.Sprintf("%d records read back and stored; message deleted", res.Stored)
+		what = fmt.Sprintf("%d records through the %s code; object deleted", res.Done, res.Consumer)
 	case redrive.WouldRedrive:
-		what = fmt.Sprintf("%d records read back; a redrive would store them", res.Records)
-	case redrive.OtherStream:
-		what = "of stream " + res.Batch.StreamARN + "; left on the queue"
+		what = fmt.Sprintf("%d records; a redrive would run them through the %s code", res.Records, res.Consumer)
 	default:
-		what = fmt.Sprintf("%v; the message stays on the queue", res.Err)
+		what = fmt.Sprintf("%v; the object stays (%s)", res.Err, res.Key)
 	}
-	fmt.Fprintf(w, "%-13s  %s: %s\n", res.Outcome, where, what)
+	fmt.Fprintf(w, "%-16s  %s: %s\n", res.Outcome, where, what)
 }
 
 // printRedriveSummary prints what a run did, or in a dry run would do.
 func printRedriveSummary(w io.Writer, f *redriveFlags, cfg ingest.Config, s redrive.Summary) {
 	head := "redrive"
 	if f.dryRun {
-		head = "dry run (nothing written or deleted)"
+		head = "dry run (nothing processed or deleted)"
 	}
-	streams := "every stream"
-	if f.stream != "" {
-		streams = "stream " + f.stream
-	}
-	fmt.Fprintf(w, "%s of queue %s, %s, into table %s:\n", head, f.queue, streams, cfg.Table)
-	fmt.Fprintf(w, "  messages          %d\n", s.Messages)
+	fmt.Fprintf(w, "%s of s3://%s/%s into table %s:\n", head, f.bucket, f.prefix, cfg.Table)
+	fmt.Fprintf(w, "  objects           %d\n", s.Objects)
 	if f.dryRun {
-		fmt.Fprintf(w, "  would redrive     %d (%d records read back)\n", s.WouldRedrive, s.Records)
+		fmt.Fprintf(w, "  would redrive     %d (%d records)\n", s.WouldRedrive, s.Records)
 	} else {
-		fmt.Fprintf(w, "  redriven          %d (%d records stored; messages deleted)\n", s.Redriven, s.Stored)
+		fmt.Fprintf(w, "  redriven          %d (%d records processed; objects deleted)\n", s.Redriven, s.Done)
 	}
-	fmt.Fprintf(w, "  records gone      %d (no longer in the stream: not recoverable from it; messages left)\n", s.Gone)
-	fmt.Fprintf(w, "  failed            %d (not read or not all stored for now; messages left: run again)\n", s.Failed)
+	fmt.Fprintf(w, "  failed            %d (not all processed for now; objects left: fix the cause, run again)\n", s.Failed)
+	if s.Undecided > 0 {
+		fmt.Fprintf(w, "  undecided         %d (the counter cannot tell what was counted; objects left: see docs/failed-batches.md)\n", s.Undecided)
+	}
+	if s.Unknown > 0 {
+		fmt.Fprintf(w, "  unknown mapping   %d (of a mapping not named with --ingest-mapping, --counter-mapping or --archive-mapping; objects left)\n", s.Unknown)
+	}
 	if s.Invalid > 0 {
-		fmt.Fprintf(w, "  not on-failure    %d (not a Kinesis on-failure record; messages left)\n", s.Invalid)
-	}
-	if s.Other > 0 {
-		fmt.Fprintf(w, "  other streams     %d (left on the queue)\n", s.Other)
+		fmt.Fprintf(w, "  invalid           %d (not an on-failure record with its records; objects left)\n", s.Invalid)
 	}
 }
 
@@ -244,15 +271,14 @@ func redriveError(err error, s redrive.Summary) error {
 	var api smithy.APIError
 	switch {
 	case errors.Is(err, context.Canceled):
-		return errors.New("redrive interrupted: messages redriven so far are deleted, the others stay on the queue; run the same command again to finish")
+		return errors.New("redrive interrupted: objects redriven so far are deleted, the others stay in the bucket; run the same command again to finish")
 	case errors.As(err, &api) && (api.ErrorCode() == "AccessDenied" || api.ErrorCode() == "AccessDeniedException"):
 		return fmt.Errorf("redrive: %w; check that these credentials have the permissions that shardline redrive -h lists", err)
 	case err != nil:
 		return fmt.Errorf("redrive: %w", err)
 	case s.NeedsAttention():
-		n := s.Gone + s.Failed + s.Invalid
-		return fmt.Errorf("%d %s attention (see the lines above): records gone from the stream are lost to it; for failed ones, fix the cause and run again",
-			n, plural(n, "message needs", "messages need"))
+		n := s.Failed + s.Undecided + s.Unknown + s.Invalid
+		return fmt.Errorf("%d %s attention (see the lines above): for failed ones, fix the cause and run again", n, plural(n, "object needs", "objects need"))
 	}
 	return nil
 }

@@ -4,60 +4,116 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/kinesisread"
 	"github.com/shardline/shardline/internal/onfailure"
+	"github.com/shardline/shardline/internal/streams"
 	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/internal/testkinesis"
-	"github.com/shardline/shardline/internal/testsqs"
+	"github.com/shardline/shardline/internal/tests3"
 )
 
 // TestRedriveCommand: shardline redrive configured as an operator would
 // be, the SDK's default chain pointed at the local engines by
-// AWS_ENDPOINT_URL_*: --dry-run reports and changes nothing, a redrive
-// stores the batch and deletes its message, a second finds nothing, and a
-// batch the stream no longer holds is reported, left, and exits 1.
+// AWS_ENDPOINT_URL_*, on a bucket that holds one given-up batch of each
+// consumer as Lambda writes them: --dry-run reports and changes nothing; a
+// redrive stores the ingest batch's events, counts the counter's and
+// archives the archive's, and deletes the objects; a second finds nothing;
+// an object of a mapping it was not told of is reported, left, and exits 1.
 func TestRedriveCommand(t *testing.T) {
-	table, arn, queue := testdb.Table(t), testkinesis.Stream(t, 1), testsqs.Queue(t)
+	ctx := context.Background()
+	table, bucket, archiveDir := testdb.StreamTable(t), tests3.Bucket(t), t.TempDir()
+	ddb := testdb.Client(t, testdb.Endpoint(t))
+
+	// The ingest function's batch: records read back from a stream.
+	arn := testkinesis.Stream(t, 1)
 	kc := testkinesis.Client(t, testkinesis.Endpoint(t))
 	records, want := testkinesis.Corpus(12, "cli")
 	testkinesis.Put(t, kc, arn, records)
 	stream, _ := kinesisread.ParseARN(arn)
-	shards, err := kinesisread.Shards(context.Background(), kc, stream)
+	shards, err := kinesisread.Shards(ctx, kc, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err := kinesisread.Iterator(context.Background(), kc, stream, *shards[0].ShardId, kinesisread.TrimHorizon)
+	it, err := kinesisread.Iterator(ctx, kc, stream, *shards[0].ShardId, kinesisread.TrimHorizon)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := kinesisread.Read(context.Background(), kc, stream, *shards[0].ShardId, it, 100)
+	page, err := kinesisread.Read(ctx, kc, stream, *shards[0].ShardId, it, 100)
 	if err != nil || len(page.Records) != len(records) {
 		t.Fatalf("%v, %d records", err, len(page.Records))
 	}
-	first, last := page.Records[0], page.Records[len(page.Records)-1]
-	batch := onfailure.Batch{StreamARN: arn, ShardID: *shards[0].ShardId, FirstSequence: first.Kinesis.SequenceNumber,
-		LastSequence: last.Kinesis.SequenceNumber, FirstArrival: first.Kinesis.ApproximateArrivalTimestamp.Time,
-		LastArrival: last.Kinesis.ApproximateArrivalTimestamp.Time, Size: len(records), Condition: onfailure.RetryAttemptsExhausted,
-		Invocations: 11, At: time.Now()}
-	send := func(b onfailure.Batch) {
-		body, _ := json.Marshal(onfailure.New(b))
-		if _, err := testsqs.Client(t).SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(string(body))}); err != nil {
+	fn := func(name string) string { return "arn:aws:lambda:us-east-1:123456789012:function:" + name }
+	must := func(r onfailure.Record, err error) onfailure.Record {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	put := func(name string, r onfailure.Record) {
+		t.Helper()
+		body, _ := json.Marshal(r)
+		key := onfailure.Key(name+"-mapping", r.Batch().ShardID, time.Now())
+		if _, err := tests3.Client(t).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	send(batch)
+	giveUp := func(name, streamARN, shard string) onfailure.GiveUp {
+		return onfailure.GiveUp{StreamARN: streamARN, ShardID: shard, Condition: onfailure.RetryAttemptsExhausted, Invocations: 11,
+			FunctionError: true, FunctionARN: fn(name), At: time.Now()}
+	}
+	put("ingest", must(onfailure.NewKinesis(giveUp("Shardline-Ingest-A1", arn, *shards[0].ShardId), page.Records)))
+
+	// The counter's and the archive's batches: the table stream's records
+	// of events stored, as their mappings pass them.
+	hour := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	var k events.KinesisEvent
+	for i := range 5 {
+		data := fmt.Sprintf(`{"id":"t%d","source":"table","type":"t","time":%q}`, i, hour.Add(time.Duration(i)*time.Minute).Format(time.RFC3339))
+		k.Records = append(k.Records, events.KinesisEventRecord{Kinesis: events.KinesisRecord{Data: []byte(data), SequenceNumber: fmt.Sprint(i)}})
+	}
+	if resp, err := ingest.New(ingest.DefaultConfig(table), ddb, ingest.Options{}).Kinesis(ctx, k); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("ingest: %v %v", err, resp)
+	}
+	tableStream, err := streams.StreamARN(ctx, ddb, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byShard, err := streams.Read(ctx, streams.Static(testdb.Endpoint(t)), tableStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for shard, recs := range byShard {
+		var inserts []events.DynamoDBEventRecord
+		for _, r := range recs {
+			if item.IsEventChange(r, "INSERT") {
+				inserts = append(inserts, r)
+			}
+		}
+		if len(inserts) > 0 {
+			put("counter", must(onfailure.NewDynamoDB(giveUp("Shardline-Counter-B2", tableStream, shard), inserts)))
+			put("archive", must(onfailure.NewDynamoDB(giveUp("Shardline-Archive-C3", tableStream, shard), inserts)))
+		}
+	}
+
 	for k, v := range map[string]string{
 		"EVENTS_TABLE": table, "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-		"AWS_ENDPOINT_URL_DYNAMODB": testdb.Endpoint(t), "AWS_ENDPOINT_URL_KINESIS": testkinesis.Endpoint(t),
-		"AWS_ENDPOINT_URL_SQS": testsqs.Endpoint(t), "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_ENDPOINT_URL_DYNAMODB": testdb.Endpoint(t), "AWS_ENDPOINT_URL_S3": tests3.Endpoint(t), "AWS_EC2_METADATA_DISABLED": "true",
 		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
 	} {
 		t.Setenv(k, v)
@@ -67,23 +123,52 @@ func TestRedriveCommand(t *testing.T) {
 		code := run(append([]string{"redrive"}, args...), &out, &errb)
 		return code, out.String(), errb.String()
 	}
-	ddb := testdb.Client(t, testdb.Endpoint(t))
+	counted := func() int64 {
+		q := url.Values{"source": {"table"}, "from": {hour.Format(time.RFC3339)}, "to": {hour.Add(time.Hour).Format(time.RFC3339)}, "interval": {"1h"}}
+		req, _ := counts.ParseRequest(q.Encode(), time.Now())
+		resp, err := counts.Read(ctx, ddb, table, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, p := range resp.Series[0].Points {
+			n += p.Count
+		}
+		return n
+	}
+	archived := func() int {
+		n := 0
+		filepath.WalkDir(archiveDir, func(path string, d os.DirEntry, err error) error {
+			if err == nil && strings.HasSuffix(path, ".json.gz") {
+				n++
+			}
+			return err
+		})
+		return n
+	}
+	all := []string{"--bucket", bucket, "--ingest-mapping", "ingest-mapping", "--counter-mapping", "counter-mapping", "--archive-mapping", "archive-mapping",
+		"--archive-dir", archiveDir}
 	steps := []struct {
-		args      []string
-		code      int
-		out, errs []string
-		stored    int
+		args          []string
+		code          int
+		out, errs     []string
+		stored        int
+		counted       int64
+		archived, obj int
 	}{
-		{[]string{"-h"}, 0, nil, []string{"usage: shardline redrive --queue URL", "AT_SEQUENCE_NUMBER", "AWS_ENDPOINT_URL_KINESIS",
-			"sqs:DeleteMessage", "kinesis:GetRecords", "dynamodb:BatchWriteItem on\nE# and Q#", "-dry-run", "-stream-arn"}, 0},
-		{nil, 1, nil, []string{"--queue is required"}, 0},
-		{[]string{"--queue", queue, "--stream-arn", "nope"}, 1, nil, []string{"--stream-arn: \"nope\" is not a Kinesis stream ARN"}, 0},
-		{[]string{"--queue", queue, "--dry-run", "--wait", "1s"}, 0,
-			[]string{"dry run (nothing written or deleted) of queue " + queue + ", every stream, into table " + table, "messages          1", "would redrive     1 (11 records read back)"},
-			[]string{"dry run: nothing is written or deleted", "would redrive  " + batch.ShardID + " " + batch.FirstSequence + ".." + batch.LastSequence + " (11 records, RetryAttemptsExhausted): 11 records read back"}, 0},
-		{[]string{"--queue", queue, "--wait", "1s"}, 0, []string{"redriven          1 (11 records stored; messages deleted)", "records gone      0"},
-			[]string{"redriven       " + batch.ShardID}, len(want)},
-		{[]string{"--queue", queue, "--wait", "1s", "--stream-arn", arn}, 0, []string{"of queue " + queue + ", stream " + arn, "messages          0"}, nil, len(want)},
+		{[]string{"-h"}, 0, nil, []string{"usage: shardline redrive --bucket NAME", "FailedBatches", "AWS_ENDPOINT_URL_S3",
+			"s3:DeleteObject", "dynamodb:BatchWriteItem on E# and Q#", "-dry-run", "-counter-mapping", "docs/failed-batches.md"}, 5, 0, 0, 3},
+		{nil, 1, nil, []string{"--bucket is required"}, 5, 0, 0, 3},
+		{[]string{"--bucket", bucket, "--prefix", "x/"}, 1, nil, []string{"--prefix \"x/\": Lambda writes under aws/lambda/"}, 5, 0, 0, 3},
+		{[]string{"--bucket", bucket}, 1, nil, []string{"name at least one mapping to redrive"}, 5, 0, 0, 3},
+		{[]string{"--bucket", bucket, "--counter-mapping", "x", "--archive-mapping", "x"}, 1, nil, []string{"--counter-mapping and --archive-mapping are the same mapping x"}, 5, 0, 0, 3},
+		{append(all, "--dry-run"), 0,
+			[]string{"dry run (nothing processed or deleted) of s3://" + bucket + "/aws/lambda/ into table " + table, "objects           3", fmt.Sprintf("would redrive     3 (%d records)", len(page.Records)+10)},
+			[]string{"dry run: nothing is processed or deleted", "would redrive     Shardline-Ingest-A1 " + *shards[0].ShardId,
+				fmt.Sprintf("%d records; a redrive would run them through the ingest code", len(page.Records)), "through the counter code", "through the archive code"}, 5, 0, 0, 3},
+		{all, 0, []string{fmt.Sprintf("redriven          3 (%d records processed; objects deleted)", len(page.Records)+10), "failed            0"},
+			[]string{"redriven          Shardline-Counter-B2 "}, len(want) + 5, 5, 1, 0},
+		{all, 0, []string{"objects           0"}, nil, len(want) + 5, 5, 1, 0},
 	}
 	for _, s := range steps {
 		code, out, errs := sh(s.args...)
@@ -103,16 +188,24 @@ func TestRedriveCommand(t *testing.T) {
 		if n := len(testdb.StoredIn(t, ddb, table).Events); n != s.stored {
 			t.Fatalf("shardline redrive %v: %d events stored, want %d", s.args, n, s.stored)
 		}
+		if n := counted(); n != s.counted {
+			t.Fatalf("shardline redrive %v: %d counted, want %d", s.args, n, s.counted)
+		}
+		if n := archived(); n != s.archived {
+			t.Fatalf("shardline redrive %v: %d archive objects, want %d", s.args, n, s.archived)
+		}
+		if n := len(tests3.Keys(t, bucket)); n != s.obj {
+			t.Fatalf("shardline redrive %v: %d objects left, want %d", s.args, n, s.obj)
+		}
 	}
-	testkinesis.AssertStoredOnce(t, kc, arn, ddb, table, records, want)
 
-	// A batch older than the stream's retention: said, left, exit 1.
-	old := batch
-	old.FirstArrival = old.FirstArrival.Add(-48 * time.Hour)
-	send(old)
-	code, out, errs := sh("--queue", queue, "--wait", "1s")
-	if code != 1 || !strings.Contains(out, "records gone      1") || !strings.Contains(errs, "have left the stream: the first arrived") ||
-		!strings.Contains(errs, "the message stays on the queue") || !strings.Contains(errs, "1 message needs attention") {
-		t.Fatalf("gone batch: code %d, out %q, err %q", code, out, errs)
+	// A batch of a mapping it was not told of: said, left, exit 1.
+	for shard, recs := range byShard {
+		put("other", must(onfailure.NewDynamoDB(giveUp("someone-else", tableStream, shard), recs[:1])))
+	}
+	code, out, errs := sh(all...)
+	if code != 1 || !strings.Contains(out, "unknown mapping   1") || !strings.Contains(errs, "event source mapping other-mapping (function someone-else) is not one this run was given") ||
+		!strings.Contains(errs, "1 object needs attention") {
+		t.Fatalf("unknown function: code %d, out %q, err %q", code, out, errs)
 	}
 }

@@ -34,11 +34,10 @@ func (pl *Pipeline) alarms(c constructs.Construct, p Props) {
 	alarm("QueryThrottlesAlarm", "Lambda throttled the query function", sum(pl.Query.MetricThrottles(nil)), *p.Throttles)
 	alarm("TableWriteThrottlesAlarm", "DynamoDB throttled writes to the table: a hot partition", pl.tableMetric("WriteThrottleEvents", ""), *p.Throttles)
 	alarm("GSIWriteThrottlesAlarm", "DynamoDB throttled writes to the GSI: a hot GSI key", pl.tableMetric("WriteThrottleEvents", schema.GSIName), *p.Throttles)
-	alarm("FailedBatchesAlarm", "Kinesis records gave up on and sent to the on-failure queue",
-		pl.FailedDLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: fiveMinutes()}), 0)
 	alarm("Api5xxAlarm", "The API answered 5xx", sum(pl.API.MetricServerError(nil)), *p.API5xx)
 	pl.counterAlarms(alarm, p)
 	pl.archiveAlarms(alarm, p)
+	pl.givenUpAlarms(alarm)
 	pl.dashboard(c)
 }
 

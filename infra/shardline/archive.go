@@ -107,10 +107,11 @@ func archiveBucket(scope constructs.Construct, p Props) awss3.Bucket {
 }
 
 // archiveFunction declares the archive function on the table's stream:
-// inserted or rewritten events only, batched for five minutes, retried
-// until it succeeds (a batch given up on would be events missing from the
-// archive).
-// It may put objects under the events prefix and nothing else.
+// inserted or rewritten events only, batched for five minutes. A batch
+// that cannot succeed is bisected, retried StreamRetryAttempts times, and
+// given up on, records included, to the FailedBatches bucket, for
+// `shardline redrive` to archive. It may put objects under the events
+// prefix and nothing else.
 func (pl *Pipeline) archiveFunction(c constructs.Construct, p Props) {
 	pl.Archive = pl.function(c, p, "Archive", 256, awscdk.Duration_Seconds(jsii.Number(120)), map[string]string{
 		archive.EnvBucket:   *pl.ArchiveBucket.BucketName(),
@@ -122,13 +123,20 @@ func (pl *Pipeline) archiveFunction(c constructs.Construct, p Props) {
 			"Keys": map[string]interface{}{"pk": map[string]interface{}{"S": awslambda.FilterRule_BeginsWith(jsii.String("E#"))}},
 		},
 	})
-	pl.Archive.AddEventSource(awslambdaeventsources.NewDynamoEventSource(pl.Table, &awslambdaeventsources.DynamoEventSourceProps{
+	src := awslambdaeventsources.NewDynamoEventSource(pl.Table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:      awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:             jsii.Number(ArchiveBatchSize),
 		MaxBatchingWindow:     awscdk.Duration_Seconds(jsii.Number(ArchiveBatchingWindow)),
 		ParallelizationFactor: jsii.Number(1),
 		Filters:               &[]*map[string]interface{}{storedEvents},
-	}))
+		BisectBatchOnError:    jsii.Bool(true),
+		RetryAttempts:         jsii.Number(StreamRetryAttempts),
+		MaxRecordAge:          awscdk.Duration_Seconds(jsii.Number(StreamMaxRecordAge.Seconds())),
+		OnFailure:             pl.onFailure(),
+		MetricsConfig:         eventCount(),
+	})
+	pl.Archive.AddEventSource(src)
+	pl.watchGivenUp("Archive", "Lambda gave up on table stream batches of the archive function", pl.Archive, src.EventSourceMappingId())
 	pl.Archive.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("WriteArchive"),
 		Actions:   jsii.Strings("s3:PutObject"),

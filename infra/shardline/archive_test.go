@@ -35,17 +35,18 @@ func (s synth) bucketPolicy(t *testing.T, id string) []any {
 	return nil
 }
 
-// TestArchiveBucketIsLockedDown: both of the archive's buckets are
-// encrypted, block every kind of public access, refuse requests without
-// TLS (the archive's also TLS below 1.2), are retained with the stack;
+// TestArchiveBucketIsLockedDown: both of the archive's buckets, and the
+// FailedBatches one, are encrypted, block every kind of public access,
+// refuse requests without TLS (the archive's also TLS below 1.2), are
+// retained with the stack;
 // the archive's is versioned, logs its access, and has its lifecycle:
 // Intelligent-Tiering after 30 days, old versions kept 30 days, and an
 // expiry only when ArchiveExpiryDays asks.
 func TestArchiveBucketIsLockedDown(t *testing.T) {
 	s := defaultSynth(t)
 	buckets := s.resources("AWS::S3::Bucket")
-	if len(buckets) != 2 {
-		t.Fatalf("%d buckets, want the archive and its access logs", len(buckets))
+	if len(buckets) != 3 {
+		t.Fatalf("%d buckets, want the archive, its access logs and the failed batches", len(buckets))
 	}
 	blocked := map[string]any{"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true}
 	for id, b := range buckets {
@@ -119,7 +120,7 @@ func TestArchiveBucketIsLockedDown(t *testing.T) {
 // policy may only get and list the events and read the Glue table.
 func TestArchiveIAMIsLeastPrivilege(t *testing.T) {
 	s := defaultSynth(t)
-	got := map[string]string{}
+	got := map[string][]string{}
 	for id, pol := range s.resources("AWS::IAM::Policy") {
 		if !strings.HasPrefix(id, "PArchive") {
 			continue
@@ -128,25 +129,31 @@ func TestArchiveIAMIsLeastPrivilege(t *testing.T) {
 			st := st.(map[string]any)
 			res, _ := json.Marshal(st["Resource"])
 			for _, a := range actions(st["Action"]) {
-				got[a] = string(res)
+				got[a] = append(got[a], string(res))
 			}
 		}
 	}
 	want := map[string]string{
-		"s3:PutObject": "/events/*", "dynamodb:DescribeStream": "StreamArn", "dynamodb:GetRecords": "StreamArn",
+		"s3:PutObject": "/events/*", "s3:ListBucket": "FailedBatches", "dynamodb:DescribeStream": "StreamArn", "dynamodb:GetRecords": "StreamArn",
 		"dynamodb:GetShardIterator": "StreamArn", "dynamodb:ListStreams": `"*"`,
 		"xray:PutTraceSegments": `"*"`, "xray:PutTelemetryRecords": `"*"`, "logs:CreateLogStream": "ArchiveLogs", "logs:PutLogEvents": "ArchiveLogs",
 	}
+	var names []string
+	for a := range got {
+		names = append(names, a)
+	}
 	if len(got) != len(want) {
-		t.Errorf("the archive role may %v, want exactly %v", keysOf(got), keysOf(want))
+		t.Errorf("the archive role may %v, want exactly %v", names, keysOf(want))
 	}
 	for a, res := range want {
-		if !strings.Contains(got[a], res) {
+		if !strings.Contains(strings.Join(got[a], " "), res) {
 			t.Errorf("archive role: %s on %s, want %s", a, got[a], res)
 		}
 	}
-	if !strings.Contains(got["s3:PutObject"], "ArchiveStoreBucket") {
-		t.Errorf("PutObject on %s, not the archive bucket", got["s3:PutObject"])
+	// PutObject twice: the archive's events, and the batches it gives up on.
+	put := strings.Join(got["s3:PutObject"], " ")
+	if len(got["s3:PutObject"]) != 2 || !strings.Contains(put, "ArchiveStoreBucket") || !strings.Contains(put, `"/aws/lambda/*"`) || !strings.Contains(put, "FailedBatches") {
+		t.Errorf("PutObject on %s, not the archive bucket's events/ and the FailedBatches bucket's aws/lambda/ only", put)
 	}
 
 	readers := s.one(t, "AWS::IAM::ManagedPolicy")
@@ -198,8 +205,8 @@ func keysOf(m map[string]string) []string {
 }
 
 // TestArchiveMappingTableAndAlarms: the table's stream reaches the archive
-// function with inserted and rewritten events only, retried until it
-// succeeds; the Glue table's columns are archive.Line's, projected on src
+// function with inserted and rewritten events only, given up on to the
+// FailedBatches bucket after bounded retries; the Glue table's columns are archive.Line's, projected on src
 // and day at the archive's prefix, read as JSON; the archive has its lag
 // and error alarms and its outputs.
 func TestArchiveMappingTableAndAlarms(t *testing.T) {
@@ -211,11 +218,7 @@ func TestArchiveMappingTableAndAlarms(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, m[k], v)
 		}
 	}
-	for _, k := range []string{"MaximumRetryAttempts", "MaximumRecordAgeInSeconds", "DestinationConfig"} {
-		if v, ok := m[k]; ok && v != float64(-1) {
-			t.Errorf("%s = %v: the archive must retry until it succeeds", k, v)
-		}
-	}
+	givesUpToTheBucket(t, s, "Archive", m)
 	f, _ := json.Marshal(m["FilterCriteria"])
 	if !strings.Contains(string(f), `\"eventName\":[\"INSERT\",\"MODIFY\"]`) || !strings.Contains(string(f), `{\"prefix\":\"E#\"}`) {
 		t.Errorf("filter %s", f)
@@ -251,7 +254,7 @@ func TestArchiveMappingTableAndAlarms(t *testing.T) {
 
 	found := map[string]bool{}
 	for id, a := range s.resources("AWS::CloudWatch::Alarm") {
-		for _, name := range []string{"ArchiveIteratorAgeAlarm", "ArchiveErrorsAlarm"} {
+		for _, name := range []string{"ArchiveIteratorAgeAlarm", "ArchiveErrorsAlarm", "ArchiveGivenUpAlarm"} {
 			if strings.HasPrefix(id, "P"+name) {
 				found[name] = true
 				if name == "ArchiveIteratorAgeAlarm" && props(a)["Threshold"] != float64(ArchiveIteratorAgeSeconds*1000) {
@@ -260,11 +263,11 @@ func TestArchiveMappingTableAndAlarms(t *testing.T) {
 			}
 		}
 	}
-	if len(found) != 2 {
+	if len(found) != 3 {
 		t.Errorf("archive alarms %v", found)
 	}
 	outs := s.tpl["Outputs"].(map[string]any)
-	for _, o := range []string{"ArchiveBucket", "ArchiveDatabase", "ArchiveReaderPolicyArn"} {
+	for _, o := range []string{"ArchiveBucket", "ArchiveDatabase", "ArchiveReaderPolicyArn", "ArchiveMappingId"} {
 		if outs[o] == nil {
 			t.Errorf("no output %s", o)
 		}
@@ -272,16 +275,17 @@ func TestArchiveMappingTableAndAlarms(t *testing.T) {
 }
 
 // TestArchiveOff: Archive false (as a prop or from context) deploys none of
-// it: no bucket, function, mapping, Glue table, policy, alarm or output,
-// and what is left is still cdk-nag clean.
+// it: no bucket but the FailedBatches one, no function, mapping, Glue
+// table, policy, alarm or output, and what is left is still cdk-nag clean.
 func TestArchiveOff(t *testing.T) {
 	for _, s := range []synth{synthesize(t, &Props{Archive: Bool(false)}, nil), synthesize(t, nil, map[string]any{CtxArchive: "false"})} {
-		for _, typ := range []string{"AWS::S3::Bucket", "AWS::S3::BucketPolicy", "AWS::Glue::Database", "AWS::Glue::Table", "AWS::IAM::ManagedPolicy"} {
+		for _, typ := range []string{"AWS::Glue::Database", "AWS::Glue::Table", "AWS::IAM::ManagedPolicy"} {
 			if n := len(s.resources(typ)); n != 0 {
 				t.Errorf("Archive off: %d %s", n, typ)
 			}
 		}
-		for typ, want := range map[string]int{"AWS::Lambda::Function": 3, "AWS::Lambda::EventSourceMapping": 2, "AWS::CloudWatch::Alarm": 11} {
+		for typ, want := range map[string]int{"AWS::Lambda::Function": 3, "AWS::Lambda::EventSourceMapping": 2, "AWS::CloudWatch::Alarm": 13,
+			"AWS::S3::Bucket": 1, "AWS::S3::BucketPolicy": 1} {
 			if n := len(s.resources(typ)); n != want {
 				t.Errorf("Archive off: %d %s, want %d", n, typ, want)
 			}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/aws/constructs-go/constructs/v10"
 
@@ -15,7 +14,6 @@ import (
 const (
 	CtxStreamARN         = "shardline:streamArn"
 	CtxStreamKeyARN      = "shardline:streamKeyArn"
-	CtxStreamRetention   = "shardline:streamRetentionHours" // whole hours
 	CtxShards            = "shardline:shards"
 	CtxShardOverrides    = "shardline:shardOverrides" // JSON object
 	CtxGSIShards         = "shardline:gsiShards"
@@ -36,6 +34,8 @@ const (
 	CtxCodeDir           = "shardline:codeDir"
 	CtxArchive           = "shardline:archive" // true or false
 	CtxArchiveExpiryDays = "shardline:archiveExpiryDays"
+	// CtxFailedBatchRetentionDays is FailedBatchRetentionDays.
+	CtxFailedBatchRetentionDays = "shardline:failedBatchRetentionDays"
 )
 
 // PropsFromContext reads Props from the construct tree's context, so users
@@ -46,7 +46,6 @@ func PropsFromContext(node constructs.Node) (Props, error) {
 	r := contextReader{node: node}
 	r.str(CtxStreamARN, &p.StreamARN)
 	r.str(CtxStreamKeyARN, &p.StreamKeyARN)
-	r.hours(CtxStreamRetention, &p.StreamRetention)
 	r.str(CtxLogLevel, &p.LogLevel)
 	r.str(CtxAlarmTopicARN, &p.AlarmTopicARN)
 	r.str(CtxCodeDir, &p.CodeDir)
@@ -65,6 +64,7 @@ func PropsFromContext(node constructs.Node) (Props, error) {
 	r.opt(CtxShardsMax, &p.ShardsMax)
 	r.flag(CtxArchive, &p.Archive)
 	r.num(CtxArchiveExpiryDays, &p.ArchiveExpiryDays)
+	r.num(CtxFailedBatchRetentionDays, &p.FailedBatchRetentionDays)
 	r.obj(CtxShardOverrides, &p.ShardOverrides)
 	r.obj(CtxGSIShardOverrides, &p.GSIShardOverrides)
 	return p, r.err
@@ -100,15 +100,6 @@ func (r *contextReader) num(key string, dst *int) {
 		return
 	}
 	*dst = n
-}
-
-// hours reads a duration given in whole hours.
-func (r *contextReader) hours(key string, dst *time.Duration) {
-	var n int
-	r.num(key, &n)
-	if n != 0 {
-		*dst = time.Duration(n) * time.Hour
-	}
 }
 
 // flag reads a prop that is true or false.

@@ -31,8 +31,10 @@ const (
 )
 
 // counter declares the counter function on the table's stream: only
-// inserted events reach it, retried without limit (a record skipped would
-// be an event never counted), one batch per shard at a time.
+// inserted events reach it, one batch per shard at a time. A batch that
+// cannot succeed is bisected, retried StreamRetryAttempts times, and given
+// up on, records included, to the FailedBatches bucket; `shardline redrive`
+// counts exactly what it had not counted (docs/counts.md).
 func (pl *Pipeline) counter(c constructs.Construct, p Props) {
 	pl.Counter = pl.function(c, p, "Counter", 256, awscdk.Duration_Seconds(jsii.Number(60)), map[string]string{
 		counts.EnvTable:         *pl.Table.TableName(),
@@ -45,14 +47,21 @@ func (pl *Pipeline) counter(c constructs.Construct, p Props) {
 			"Keys": map[string]interface{}{"pk": map[string]interface{}{"S": awslambda.FilterRule_BeginsWith(jsii.String("E#"))}},
 		},
 	})
-	pl.Counter.AddEventSource(awslambdaeventsources.NewDynamoEventSource(pl.Table, &awslambdaeventsources.DynamoEventSourceProps{
+	src := awslambdaeventsources.NewDynamoEventSource(pl.Table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:      awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:             jsii.Number(CounterBatchSize),
 		MaxBatchingWindow:     awscdk.Duration_Seconds(jsii.Number(CounterBatchingWindow)),
 		TumblingWindow:        awscdk.Duration_Seconds(jsii.Number(CounterTumblingWindow)),
 		ParallelizationFactor: jsii.Number(1),
 		Filters:               &[]*map[string]interface{}{insertedEvents},
-	}))
+		BisectBatchOnError:    jsii.Bool(true),
+		RetryAttempts:         jsii.Number(StreamRetryAttempts),
+		MaxRecordAge:          awscdk.Duration_Seconds(jsii.Number(StreamMaxRecordAge.Seconds())),
+		OnFailure:             pl.onFailure(),
+		MetricsConfig:         eventCount(),
+	})
+	pl.Counter.AddEventSource(src)
+	pl.watchGivenUp("Counter", "Lambda gave up on table stream batches of the counter function", pl.Counter, src.EventSourceMappingId())
 	pl.Counter.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("Counters"),
 		Actions:    jsii.Strings("dynamodb:UpdateItem", "dynamodb:GetItem"),

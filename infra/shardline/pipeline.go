@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -30,9 +29,11 @@ type Pipeline struct {
 	Ingest awslambda.Function
 	Query  awslambda.Function
 	// Counter keeps the counts GET /v1/counts serves, from the table's stream.
-	Counter   awslambda.Function
-	API       awsapigatewayv2.HttpApi
-	FailedDLQ awssqs.Queue
+	Counter awslambda.Function
+	API     awsapigatewayv2.HttpApi
+	// FailedBatches holds the stream batches Lambda gave up on, records
+	// included: every event source mapping's on-failure destination.
+	FailedBatches awss3.Bucket
 	// CursorSecret is the key that signs the query API's cursors.
 	CursorSecret awssecretsmanager.Secret
 	Alarms       []awscloudwatch.Alarm
@@ -43,6 +44,8 @@ type Pipeline struct {
 	Archive        awslambda.Function
 	ArchiveBucket  awss3.Bucket
 	ArchiveReaders awsiam.ManagedPolicy
+
+	givenUp []givenUp // the mappings whose given-up batches are alarmed on
 }
 
 // NewPipeline adds a pipeline to scope. It panics on invalid props, as CDK
@@ -63,6 +66,7 @@ func NewPipeline(scope constructs.Construct, id string, props *Props) *Pipeline 
 	pl.table(c, p)
 	pl.stream(c, p)
 	pl.cursorSecret(c)
+	pl.failedBatches(c, p)
 	pl.functions(c, p)
 	pl.counter(c, p)
 	pl.archive(c, p)
@@ -70,6 +74,7 @@ func NewPipeline(scope constructs.Construct, id string, props *Props) *Pipeline 
 	pl.kinesis(c, p)
 	pl.api(c, p)
 	pl.alarms(c, p)
+	pl.confineGivenUp(c)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: pl.API.ApiEndpoint(), Description: jsii.String("shardline API: POST /v1/events, GET /v1/events, /v1/quarantine, /v1/counts, /v1/sources (IAM-signed)")})
 	awscdk.NewCfnOutput(stack, jsii.String("StreamName"), &awscdk.CfnOutputProps{Value: pl.Stream.StreamName(), Description: jsii.String("Kinesis stream producers put events on")})
@@ -116,11 +121,10 @@ func (pl *Pipeline) stream(c constructs.Construct, p Props) {
 		})
 		return
 	}
-	// The retention outlasts MaxRecordAge by RecoverableFor, so that a batch
-	// given up on can be read back by sequence number (Props.StreamRetention).
+	// The default retention, 24 hours: a batch given up on is kept, records
+	// included, in the FailedBatches bucket, not read back from the stream.
 	pl.Stream = awskinesis.NewStream(c, jsii.String("Stream"), &awskinesis.StreamProps{
-		StreamMode:      awskinesis.StreamMode_ON_DEMAND,
-		Encryption:      awskinesis.StreamEncryption_MANAGED,
-		RetentionPeriod: awscdk.Duration_Hours(jsii.Number(p.StreamRetention.Hours())),
+		StreamMode: awskinesis.StreamMode_ON_DEMAND,
+		Encryption: awskinesis.StreamEncryption_MANAGED,
 	})
 }

@@ -2,6 +2,7 @@ package shardline
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/internal/devserver"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
@@ -257,7 +259,7 @@ func TestEventSourceMapping(t *testing.T) {
 		"BisectBatchOnFunctionError":     true,
 		"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
 		"MaximumRetryAttempts":           float64(10),
-		"MaximumRecordAgeInSeconds":      float64(86400),
+		"MaximumRecordAgeInSeconds":      float64(6 * 3600),
 		"BatchSize":                      float64(500),
 		"MaximumBatchingWindowInSeconds": float64(1),
 		"ParallelizationFactor":          float64(2),
@@ -268,14 +270,7 @@ func TestEventSourceMapping(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, p[k], v)
 		}
 	}
-	dest, _ := json.Marshal(p["DestinationConfig"])
-	if !strings.Contains(string(dest), "FailedBatches") {
-		t.Errorf("no on-failure destination: %s", dest)
-	}
-	q := props(s.one(t, "AWS::SQS::Queue"))
-	if q["SqsManagedSseEnabled"] != true {
-		t.Errorf("on-failure queue not encrypted: %v", q)
-	}
+	givesUpToTheBucket(t, s, "Ingest", p)
 	k := props(s.one(t, "AWS::Kinesis::Stream"))
 	if !reflect.DeepEqual(k["StreamModeDetails"], map[string]any{"StreamMode": "ON_DEMAND"}) ||
 		!reflect.DeepEqual(k["StreamEncryption"], map[string]any{"EncryptionType": "KMS", "KeyId": "alias/aws/kinesis"}) {
@@ -283,48 +278,153 @@ func TestEventSourceMapping(t *testing.T) {
 	}
 }
 
-// TestBatchesGivenUpOnStayRecoverable: a batch Lambda gives up on (at the
-// latest when its records reach MaximumRecordAgeInSeconds) is still in the
-// stream seven days later, for the created stream with the default props or
-// a longer record age, and for an existing stream whose declared retention
-// covers it; the on-failure queue keeps the message that locates it at
-// least as long.
-func TestBatchesGivenUpOnStayRecoverable(t *testing.T) {
-	const week = 7 * 24 * 3600
-	check := func(name string, s synth, retentionHours float64, wantMaxAge float64) {
-		t.Helper()
-		age, _ := s.mapping(t, "Stream")["MaximumRecordAgeInSeconds"].(float64)
-		if age != wantMaxAge {
-			t.Errorf("%s: MaximumRecordAgeInSeconds %v, want %v", name, age, wantMaxAge)
-		}
-		if kept := retentionHours*3600 - age; kept < week {
-			t.Errorf("%s: the stream keeps a batch given up on %v s after the give-up (retention %v h, record age %v s), want at least a week", name, kept, retentionHours, age)
-		}
-		q := props(s.one(t, "AWS::SQS::Queue"))
-		if kept, _ := q["MessageRetentionPeriod"].(float64); kept < retentionHours*3600-age {
-			t.Errorf("%s: the on-failure queue keeps its messages %v s, less than the records stay in the stream", name, kept)
+// givesUpToTheBucket: mapping m (of function fn) has bounded retries,
+// bisection and a record age under the stream's 24 hours, sends what it
+// gives up on to the FailedBatches bucket, counts what it sends there, and
+// has an alarm on that count; fn's role may put objects there, under
+// aws/lambda/, and list it, nothing more, and the bucket's policy keeps it
+// to its own mapping's aws/lambda/<id>/.
+func givesUpToTheBucket(t *testing.T, s synth, fn string, m map[string]any) {
+	t.Helper()
+	retries, _ := m["MaximumRetryAttempts"].(float64)
+	age, _ := m["MaximumRecordAgeInSeconds"].(float64)
+	if retries < 0 || retries > 10000 || m["MaximumRetryAttempts"] == nil || age <= 0 || age > 23*3600 || m["BisectBatchOnFunctionError"] != true {
+		t.Errorf("%s: retries %v, record age %v, bisect %v: want bounded retries, bisection and a record age under the stream's retention",
+			fn, m["MaximumRetryAttempts"], m["MaximumRecordAgeInSeconds"], m["BisectBatchOnFunctionError"])
+	}
+	var bucket string
+	for id := range s.resources("AWS::S3::Bucket") {
+		if strings.HasPrefix(id, "PFailedBatches") {
+			bucket = id
 		}
 	}
-	s := defaultSynth(t)
-	hours, _ := props(s.one(t, "AWS::Kinesis::Stream"))["RetentionPeriodHours"].(float64)
-	if hours != 192 {
-		t.Errorf("default retention %v h, want 8 days", hours)
+	dest, _ := json.Marshal(m["DestinationConfig"])
+	if bucket == "" || string(dest) != `{"OnFailure":{"Destination":{"Fn::GetAtt":["`+bucket+`","Arn"]}}}` {
+		t.Errorf("%s: on-failure destination %s, want the FailedBatches bucket", fn, dest)
 	}
-	check("default", s, hours, 86400)
+	if mc, _ := json.Marshal(m["MetricsConfig"]); string(mc) != `{"Metrics":["EventCount"]}` {
+		t.Errorf("%s: metrics %s, want EventCount (OnFailureDestinationDeliveredEventCount)", fn, mc)
+	}
+	var mappingID string
+	for id, r := range s.resources("AWS::Lambda::EventSourceMapping") {
+		if reflect.DeepEqual(props(r), m) {
+			mappingID = id
+		}
+	}
+	found := false
+	for id, a := range s.resources("AWS::CloudWatch::Alarm") {
+		if !strings.HasPrefix(id, "P"+fn+"GivenUpAlarm") {
+			continue
+		}
+		found = true
+		p := props(a)
+		dims, _ := json.Marshal(p["Dimensions"])
+		if p["MetricName"] != "OnFailureDestinationDeliveredEventCount" || p["Namespace"] != "AWS/Lambda" || p["Period"] != float64(60) ||
+			p["Statistic"] != "Sum" || p["Threshold"] != float64(0) || p["ComparisonOperator"] != "GreaterThanThreshold" ||
+			string(dims) != `[{"Name":"EventSourceMappingUUID","Value":{"Ref":"`+mappingID+`"}}]` {
+			t.Errorf("%s: %v", id, p)
+		}
+	}
+	if !found {
+		t.Errorf("no %sGivenUpAlarm", fn)
+	}
+	confined := false
+	for _, st := range s.bucketPolicy(t, bucket) {
+		st := st.(map[string]any)
+		nr, _ := json.Marshal(st["NotResource"])
+		cond, _ := json.Marshal(st["Condition"])
+		confined = confined || st["Effect"] == "Deny" && st["Action"] == "s3:PutObject" &&
+			strings.Contains(string(nr), `"/aws/lambda/",{"Ref":"`+mappingID+`"},"/*"`) &&
+			strings.HasPrefix(string(cond), `{"ArnEquals":{"aws:PrincipalArn":{"Fn::GetAtt":["P`+fn+`Role`)
+	}
+	if !confined {
+		t.Errorf("%s: the bucket policy does not keep its role to its own mapping's prefix", fn)
+	}
+	var grants []string
+	for id, pol := range s.resources("AWS::IAM::Policy") {
+		if !strings.HasPrefix(id, "P"+fn) {
+			continue
+		}
+		for _, st := range props(pol)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := st.(map[string]any)
+			res, _ := json.Marshal(st["Resource"])
+			if strings.Contains(string(res), bucket) {
+				grants = append(grants, fmt.Sprint(st["Action"])+" "+string(res))
+			}
+		}
+	}
+	sort.Strings(grants)
+	want := []string{
+		`s3:ListBucket {"Fn::GetAtt":["` + bucket + `","Arn"]}`,
+		`s3:PutObject {"Fn::Join":["",[{"Fn::GetAtt":["` + bucket + `","Arn"]},"/aws/lambda/*"]]}`,
+	}
+	if !reflect.DeepEqual(grants, want) {
+		t.Errorf("%s: grants on the FailedBatches bucket\n%s\nwant exactly\n%s", fn, strings.Join(grants, "\n"), strings.Join(want, "\n"))
+	}
+}
 
-	s = synthesize(t, &Props{MaxRecordAge: 36*time.Hour + 30*time.Minute}, nil)
-	hours, _ = props(s.one(t, "AWS::Kinesis::Stream"))["RetentionPeriodHours"].(float64)
-	if hours != 205 {
-		t.Errorf("MaxRecordAge 36.5 h: retention %v h, want 205 (rounded up)", hours)
+// TestNoBatchStallsAStream: every event source mapping gives up to one
+// bucket, which keeps what it holds at least 7 days (FailedBatchRetentionDays,
+// 14 by default), encrypted and private; the created stream keeps its
+// default retention, and an existing one is read as it is; records lost on
+// the way to the bucket alarm too. There is no queue.
+func TestNoBatchStallsAStream(t *testing.T) {
+	s := defaultSynth(t)
+	if n := len(s.resources("AWS::Lambda::EventSourceMapping")); n != 3 {
+		t.Fatalf("%d event source mappings, want ingest's, the counter's and the archive's", n)
 	}
-	check("MaxRecordAge 36.5 h", s, hours, 36*3600+1800)
+	if n := len(s.resources("AWS::SQS::Queue")); n != 0 {
+		t.Errorf("%d queues", n)
+	}
+	if hours, ok := props(s.one(t, "AWS::Kinesis::Stream"))["RetentionPeriodHours"]; ok && hours != float64(24) {
+		t.Errorf("stream retention %v h, want the default 24", hours)
+	}
+	expiry := func(s synth) any {
+		for id, b := range s.resources("AWS::S3::Bucket") {
+			if strings.HasPrefix(id, "PFailedBatches") {
+				rules := props(b)["LifecycleConfiguration"].(map[string]any)["Rules"].([]any)
+				return rules[0].(map[string]any)["ExpirationInDays"]
+			}
+		}
+		t.Fatal("no FailedBatches bucket")
+		return nil
+	}
+	if d := expiry(s); d != float64(DefaultFailedBatchRetentionDays) || DefaultFailedBatchRetentionDays < 7 {
+		t.Errorf("failed batches expire after %v days", d)
+	}
+	if d := expiry(synthesize(t, nil, map[string]any{CtxFailedBatchRetentionDays: "7"})); d != float64(7) {
+		t.Errorf("FailedBatchRetentionDays 7: expire after %v days", d)
+	}
+
+	lost := false
+	for id, a := range s.resources("AWS::CloudWatch::Alarm") {
+		if strings.HasPrefix(id, "PFailedBatchesLostAlarm") {
+			lost = true
+			b, _ := json.Marshal(props(a)["Metrics"])
+			if strings.Count(string(b), `"MetricName":"DestinationDeliveryFailures"`) != 3 || strings.Count(string(b), `"MetricName":"DroppedEventCount"`) != 3 {
+				t.Errorf("lost alarm %s", b)
+			}
+		}
+	}
+	if !lost {
+		t.Error("no FailedBatchesLostAlarm")
+	}
+	outs := s.tpl["Outputs"].(map[string]any)
+	for _, o := range []string{"FailedBatchesBucket", "IngestMappingId", "CounterMappingId", "ArchiveMappingId"} {
+		if outs[o] == nil {
+			t.Errorf("no output %s", o)
+		}
+	}
 
 	arn := "arn:aws:kinesis:us-east-1:000000000000:stream/existing"
-	s = synthesize(t, &Props{StreamARN: arn, StreamRetention: 10 * 24 * time.Hour, MaxRecordAge: 72 * time.Hour}, nil)
+	s = synthesize(t, &Props{StreamARN: arn, MaxRecordAge: 72 * time.Hour}, nil)
 	if n := len(s.resources("AWS::Kinesis::Stream")); n != 0 {
 		t.Fatalf("%d streams created beside the existing one", n)
 	}
-	check("existing stream", s, 240, 72*3600)
+	m := s.mapping(t, "Stream")
+	if m["EventSourceArn"] != arn || m["MaximumRecordAgeInSeconds"] != float64(72*3600) {
+		t.Errorf("existing stream: %v, record age %v", m["EventSourceArn"], m["MaximumRecordAgeInSeconds"])
+	}
 }
 
 // TestEveryRouteNeedsIAM: the three routes exist, each with IAM
@@ -460,15 +560,17 @@ func TestAlarmsDashboardOutputs(t *testing.T) {
 	alarms := s.resources("AWS::CloudWatch::Alarm")
 	metrics := map[string]bool{}
 	for _, a := range alarms {
-		metrics[props(a)["MetricName"].(string)] = true
+		if m, ok := props(a)["MetricName"].(string); ok {
+			metrics[m] = true
+		}
 	}
-	for _, m := range []string{"IteratorAge", "Errors", "Throttles", "WriteThrottleEvents", "ApproximateNumberOfMessagesVisible", "5xx"} {
+	for _, m := range []string{"IteratorAge", "Errors", "Throttles", "WriteThrottleEvents", "OnFailureDestinationDeliveredEventCount", "5xx"} {
 		if !metrics[m] {
 			t.Errorf("no alarm on %s", m)
 		}
 	}
-	if len(alarms) != 14 {
-		t.Errorf("%d alarms, want 14", len(alarms))
+	if len(alarms) != 17 {
+		t.Errorf("%d alarms, want 17", len(alarms))
 	}
 	s.one(t, "AWS::CloudWatch::Dashboard")
 	outs := s.tpl["Outputs"].(map[string]any)
@@ -503,7 +605,7 @@ func TestContextOverrides(t *testing.T) {
 	arn := "arn:aws:kinesis:us-east-1:000000000000:stream/existing"
 	s := synthesize(t, nil, map[string]any{
 		CtxShards: "8", CtxShardOverrides: `{"hot/src": 64}`, CtxGSIShards: 2, CtxRetentionDays: "7",
-		CtxIngestMemoryMB: "1024", CtxStreamARN: arn, CtxLogLevel: "debug", CtxStreamRetention: "192",
+		CtxIngestMemoryMB: "1024", CtxStreamARN: arn, CtxLogLevel: "debug",
 	})
 	if n := len(s.resources("AWS::Kinesis::Stream")); n != 0 {
 		t.Errorf("%d streams created beside the existing one", n)
@@ -532,7 +634,7 @@ func TestContextOverrides(t *testing.T) {
 
 func TestBadPropsFailAtSynth(t *testing.T) {
 	for _, p := range []Props{{Shards: 5000}, {RetentionDays: -1}, {LogLevel: "loud"}, {BatchSize: 20000}, {GSIProjection: "keys"},
-		{StreamARN: "arn:aws:kinesis:us-east-1:000000000000:stream/existing"}} {
+		{MaxRecordAge: 24 * time.Hour}, {FailedBatchRetentionDays: 6}} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -543,7 +645,7 @@ func TestBadPropsFailAtSynth(t *testing.T) {
 			NewPipeline(awscdk.NewStack(app, jsii.String("S"), nil), "P", &p)
 		}()
 	}
-	for key, v := range map[string]any{CtxShards: "many", CtxArchive: "maybe", CtxStreamRetention: "a week"} {
+	for key, v := range map[string]any{CtxShards: "many", CtxArchive: "maybe", CtxFailedBatchRetentionDays: "a week"} {
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{key: v}})
 		if _, err := PropsFromContext(app.Node()); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("bad context %s=%v: %v", key, v, err)
@@ -553,8 +655,9 @@ func TestBadPropsFailAtSynth(t *testing.T) {
 
 // TestCounterMapping: the table streams new images to the counter function,
 // which sees only inserted events, with a tumbling window (for the shard
-// id), a batching window that bounds counter heat, and no limit on retries:
-// a record given up on would be an event never counted.
+// id) and a batching window that bounds counter heat; a batch that cannot
+// succeed is given up on to the FailedBatches bucket, from which
+// `shardline redrive` counts what it had not counted.
 func TestCounterMapping(t *testing.T) {
 	s := defaultSynth(t)
 	tbl := props(s.one(t, "AWS::DynamoDB::Table"))
@@ -574,11 +677,7 @@ func TestCounterMapping(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, p[k], v)
 		}
 	}
-	for _, k := range []string{"MaximumRetryAttempts", "MaximumRecordAgeInSeconds", "BisectBatchOnFunctionError", "DestinationConfig"} {
-		if v, ok := p[k]; ok && v != float64(-1) {
-			t.Errorf("%s = %v: the counter must retry until it succeeds", k, v)
-		}
-	}
+	givesUpToTheBucket(t, s, "Counter", p)
 	f, _ := json.Marshal(p["FilterCriteria"])
 	if !strings.Contains(string(f), `\"eventName\":[\"INSERT\"]`) || !strings.Contains(string(f), `{\"prefix\":\"E#\"}`) {
 		t.Errorf("filter %s", f)
@@ -594,6 +693,25 @@ func TestCounterMapping(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no %s", a)
+		}
+	}
+}
+
+// TestLocalRunGivesUpAsTheStackDoes: make run's pollers give a failing
+// batch up as the stack's mappings do, so that what fails and is redriven
+// locally is what the stack sets aside.
+func TestLocalRunGivesUpAsTheStackDoes(t *testing.T) {
+	for _, c := range []struct {
+		what        string
+		local, prod any
+	}{
+		{"Kinesis retries", devserver.LocalRetryAttempts, DefaultRetryAttempts},
+		{"Kinesis record age", devserver.LocalMaxRecordAge, DefaultMaxRecordAge},
+		{"table stream retries", devserver.LocalStreamRetryAttempts, StreamRetryAttempts},
+		{"table stream record age", devserver.LocalStreamMaxRecordAge, StreamMaxRecordAge},
+	} {
+		if c.local != c.prod {
+			t.Errorf("%s: %v locally, %v in the stack", c.what, c.local, c.prod)
 		}
 	}
 }

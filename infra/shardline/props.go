@@ -27,15 +27,6 @@ type Props struct {
 	// StreamKeyARN is the KMS key of an existing stream encrypted with a
 	// customer managed key, so the ingest function may decrypt it.
 	StreamKeyARN string
-	// StreamRetention is how long the stream keeps records, in whole hours.
-	// It must cover MaxRecordAge plus RecoverableFor, so that a batch Lambda
-	// gives up on is still in the stream, for `shardline redrive` to read by
-	// sequence number, for at least 7 days after the give-up. For a created
-	// stream it is the retention it is created with: default MaxRecordAge +
-	// 7 days, rounded up to the hour (8 days). For an existing stream
-	// (StreamARN) it is the retention that stream has, which the stack cannot
-	// read: declare it; it is required.
-	StreamRetention time.Duration
 
 	// Shards is the base-table shard count per source (SHARDS_DEFAULT), 4.
 	Shards int
@@ -83,12 +74,18 @@ type Props struct {
 	// ParallelizationFactor is concurrent batches per shard, 2.
 	ParallelizationFactor int
 	// RetryAttempts bounds retries of a failing batch, up to 10000; default
-	// 10. 0 sends a failing batch to the on-failure queue at once (after
-	// bisection).
+	// 10. 0 sends a failing batch to the FailedBatches bucket at once
+	// (after bisection).
 	RetryAttempts *int
-	// MaxRecordAge drops (to the on-failure queue) records older than this,
-	// in whole seconds; 24 h. StreamRetention must exceed it by 7 days.
+	// MaxRecordAge gives up on (to the FailedBatches bucket) records older
+	// than this, in whole seconds; 6 h. It must be under the stream's
+	// retention, so that a batch is set aside before the stream trims it: at
+	// most 23 h for the created stream (24 h); for an existing stream
+	// (StreamARN), keep it an hour under that stream's retention.
 	MaxRecordAge time.Duration
+	// FailedBatchRetentionDays is how long the FailedBatches bucket keeps a
+	// batch Lambda gave up on: 14 days; at least 7.
+	FailedBatchRetentionDays int
 
 	// IngestRateLimit and IngestBurstLimit throttle POST /v1/events:
 	// 1000 requests/s, burst 2000. QueryRateLimit and QueryBurstLimit
@@ -131,26 +128,14 @@ const (
 	DefaultFunctionErrors     = 0
 	DefaultThrottles          = 0
 	DefaultAPI5xx             = 4
-	// RecoverableFor is how long a batch Lambda gave up on stays
-	// recoverable: the stream keeps its records at least this long after
-	// the give-up, and the on-failure queue keeps the message that locates
-	// them (FailedBatchesRetention) at least as long.
-	RecoverableFor = 7 * 24 * time.Hour
-	// FailedBatchesRetention is how long the on-failure queue keeps a
-	// message: SQS's longest.
-	FailedBatchesRetention = 14 * 24 * time.Hour
+	// DefaultMaxRecordAge gives a batch up after six hours of failing:
+	// long enough for an outage to pass, well inside the 24 hours the
+	// stream keeps records.
+	DefaultMaxRecordAge = 6 * time.Hour
+	// StreamRetention is how long the created stream keeps records:
+	// Kinesis's default.
+	StreamRetention = 24 * time.Hour
 )
-
-// MinStreamRetention is the least stream retention that keeps a batch
-// given up on after maxRecordAge recoverable for RecoverableFor: their sum,
-// rounded up to the hour (Kinesis counts retention in hours).
-func MinStreamRetention(maxRecordAge time.Duration) time.Duration {
-	d := maxRecordAge + RecoverableFor
-	if r := d % time.Hour; r != 0 {
-		d += time.Hour - r
-	}
-	return d
-}
 
 // withDefaults fills the fields left unset.
 func (p Props) withDefaults() Props {
@@ -169,10 +154,7 @@ func (p Props) withDefaults() Props {
 		p.IngestTimeout = 60 * time.Second
 	}
 	if p.MaxRecordAge == 0 {
-		p.MaxRecordAge = 24 * time.Hour
-	}
-	if p.StreamRetention == 0 && p.StreamARN == "" {
-		p.StreamRetention = MinStreamRetention(p.MaxRecordAge)
+		p.MaxRecordAge = DefaultMaxRecordAge
 	}
 	return p
 }
@@ -189,6 +171,7 @@ func (p *Props) defaultSizes() {
 		{&p.QueryConcurrency, query.DefaultConcurrency}, {&p.IngestMemoryMB, 512}, {&p.QueryMemoryMB, 256},
 		{&p.LogRetentionDays, 30}, {&p.BatchSize, 500}, {&p.ParallelizationFactor, 2},
 		{&p.IngestRateLimit, 1000}, {&p.IngestBurstLimit, 2000}, {&p.QueryRateLimit, 100}, {&p.QueryBurstLimit, 200},
+		{&p.FailedBatchRetentionDays, DefaultFailedBatchRetentionDays},
 	} {
 		if *f.v == 0 {
 			*f.v = f.d

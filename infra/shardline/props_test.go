@@ -19,7 +19,7 @@ func alarmsByID(s synth) map[string]map[string]any {
 	out := map[string]map[string]any{}
 	for id, a := range s.resources("AWS::CloudWatch::Alarm") {
 		for _, name := range []string{"IteratorAgeAlarm", "IngestErrorsAlarm", "QueryErrorsAlarm", "IngestThrottlesAlarm",
-			"QueryThrottlesAlarm", "TableWriteThrottlesAlarm", "GSIWriteThrottlesAlarm", "FailedBatchesAlarm", "Api5xxAlarm"} {
+			"QueryThrottlesAlarm", "TableWriteThrottlesAlarm", "GSIWriteThrottlesAlarm", "IngestGivenUpAlarm", "FailedBatchesLostAlarm", "Api5xxAlarm"} {
 			if strings.HasPrefix(id, "P"+name) {
 				out[name] = props(a)
 			}
@@ -40,7 +40,7 @@ func TestZeroIsASetting(t *testing.T) {
 		t.Errorf("RetryAttempts 0 and BatchingWindow 0 became %v and %v", esm["MaximumRetryAttempts"], esm["MaximumBatchingWindowInSeconds"])
 	}
 	alarms := alarmsByID(s)
-	if len(alarms) != 9 {
+	if len(alarms) != 10 {
 		t.Fatalf("%d alarms found by id", len(alarms))
 	}
 	for id, a := range alarms {
@@ -51,12 +51,13 @@ func TestZeroIsASetting(t *testing.T) {
 }
 
 // TestDefaultAlarmThresholds: the defaults alarm on any function error,
-// throttle or failed batch, on five 5xx answers in 5 minutes, and on an
-// iterator age over 5 minutes.
+// throttle or batch given up on or lost, on five 5xx answers in 5 minutes,
+// and on an iterator age over 5 minutes.
 func TestDefaultAlarmThresholds(t *testing.T) {
 	want := map[string]float64{
 		"IteratorAgeAlarm": 300_000, "IngestErrorsAlarm": 0, "QueryErrorsAlarm": 0, "IngestThrottlesAlarm": 0,
-		"QueryThrottlesAlarm": 0, "TableWriteThrottlesAlarm": 0, "GSIWriteThrottlesAlarm": 0, "FailedBatchesAlarm": 0, "Api5xxAlarm": 4,
+		"QueryThrottlesAlarm": 0, "TableWriteThrottlesAlarm": 0, "GSIWriteThrottlesAlarm": 0, "IngestGivenUpAlarm": 0, "FailedBatchesLostAlarm": 0,
+		"Api5xxAlarm": 4,
 	}
 	alarms := alarmsByID(defaultSynth(t))
 	for id, th := range want {
@@ -87,6 +88,9 @@ func TestInvalidPropsNameTheProp(t *testing.T) {
 		{"IteratorAgeSeconds", Props{IteratorAgeSeconds: Int(-5)}},
 		{"IngestTimeout", Props{IngestTimeout: 10500 * time.Millisecond}},
 		{"MaxRecordAge", Props{MaxRecordAge: 30 * time.Second}},
+		// A batch is given up on before the created stream (24 h) trims it.
+		{"MaxRecordAge", Props{MaxRecordAge: 23*time.Hour + time.Second}},
+		{"FailedBatchRetentionDays", Props{FailedBatchRetentionDays: 6}},
 		{"RetentionDays", Props{RetentionDays: -1}},
 		{"Shards", Props{Shards: 5000}},
 		{"BatchSize", Props{BatchSize: 20000}},
@@ -95,13 +99,6 @@ func TestInvalidPropsNameTheProp(t *testing.T) {
 		{"LogLevel", Props{LogLevel: "info+2"}},
 		{"GSIProjection", Props{GSIProjection: "keys"}},
 		{"ShardOverrides", Props{ShardOverrides: map[string]int{"hot": 0}}},
-		// A batch given up on must stay in the stream for 7 days.
-		{"StreamRetention", Props{StreamARN: existing}},
-		{"StreamRetention", Props{StreamARN: existing, StreamRetention: 24 * time.Hour}},
-		{"StreamRetention", Props{StreamARN: existing, StreamRetention: 8 * 24 * time.Hour, MaxRecordAge: 25 * time.Hour}},
-		{"StreamRetention", Props{StreamRetention: 7 * 24 * time.Hour}},
-		{"StreamRetention", Props{StreamRetention: 200*time.Hour + time.Minute}},
-		{"StreamRetention", Props{StreamRetention: 9000 * time.Hour}},
 		{"ArchiveExpiryDays", Props{ArchiveExpiryDays: 30}},
 		{"ArchiveExpiryDays", Props{ArchiveExpiryDays: 100, RetentionDays: 365}},
 		{"ArchiveExpiryDays", Props{ArchiveExpiryDays: -1}},
@@ -114,17 +111,16 @@ func TestInvalidPropsNameTheProp(t *testing.T) {
 	}
 	for _, p := range []Props{
 		{BatchingWindow: Duration(2 * time.Second), RetryAttempts: Int(0), LogLevel: "WARN"},
-		{StreamARN: existing, StreamRetention: 8 * 24 * time.Hour},
-		{StreamARN: existing, StreamRetention: 169 * time.Hour, MaxRecordAge: time.Hour},
-		{MaxRecordAge: 7 * 24 * time.Hour}, // the created stream keeps 14 days
+		{StreamARN: existing}, {MaxRecordAge: 23 * time.Hour}, {FailedBatchRetentionDays: 7},
+		{StreamARN: existing, MaxRecordAge: 7 * 24 * time.Hour}, // an existing stream may keep records longer
 		{ArchiveExpiryDays: 31}, {Archive: Bool(false), ArchiveExpiryDays: 3650},
 	} {
 		if err := validateWithoutPanic(t, p); err != nil {
 			t.Errorf("valid props %+v refused: %v", p, err)
 		}
 	}
-	if err := (Props{StreamARN: existing}).Validate(); err == nil || !strings.Contains(err.Error(), "at least 192h") {
-		t.Errorf("an existing stream without StreamRetention: %v, want the least retention named", err)
+	if err := (Props{MaxRecordAge: 30 * time.Hour}).Validate(); err == nil || !strings.Contains(err.Error(), "the created stream keeps records 24h, so a batch must be given up on by 23h") {
+		t.Errorf("a record age past the created stream's retention: %v, want the retention named", err)
 	}
 	// NewPipeline still panics, as constructs do, but with the same error.
 	defer func() {

@@ -21,7 +21,7 @@ func (p Props) Validate() error { return p.withDefaults().validate() }
 
 // validate checks props that have their defaults.
 func (p Props) validate() error {
-	err := errors.Join(p.checkInts(), p.checkDurations(), p.checkRecovery(), p.checkArchive(), p.checkWords())
+	err := errors.Join(p.checkInts(), p.checkDurations(), p.checkRecordAge(), p.checkArchive(), p.checkWords())
 	if err != nil {
 		return fmt.Errorf("shardline props: %w", err)
 	}
@@ -65,6 +65,7 @@ func (p Props) checkInts() error {
 		{"FunctionErrors", *p.FunctionErrors, 0, unbounded},
 		{"Throttles", *p.Throttles, 0, unbounded},
 		{"API5xx", *p.API5xx, 0, unbounded},
+		{"FailedBatchRetentionDays", p.FailedBatchRetentionDays, MinFailedBatchRetentionDays, 3650},
 	} {
 		switch {
 		case r.v >= r.lo && r.v <= r.hi:
@@ -98,24 +99,15 @@ func (p Props) checkDurations() error {
 	return errors.Join(errs...)
 }
 
-// MaxStreamRetention is the longest retention Kinesis allows, 365 days.
-const MaxStreamRetention = 8760 * time.Hour
-
-// checkRecovery holds the rule that a batch Lambda gives up on stays
-// recoverable for RecoverableFor: the stream must keep its records that
-// long after MaxRecordAge, the latest a give-up happens. An existing
-// stream's retention cannot be read at synth, so it must be declared.
-func (p Props) checkRecovery() error {
-	least := MinStreamRetention(p.MaxRecordAge)
-	switch r := p.StreamRetention; {
-	case r == 0:
-		return fmt.Errorf("StreamRetention is required with StreamARN: declare the existing stream's retention, at least %s (MaxRecordAge %s + %s), raising it first if need be (aws kinesis increase-stream-retention-period)",
-			hours(least), hours(p.MaxRecordAge), hours(RecoverableFor))
-	case r%time.Hour != 0 || r < 24*time.Hour || r > MaxStreamRetention:
-		return fmt.Errorf("StreamRetention is %v: want whole hours from 24h to %s", r, hours(MaxStreamRetention))
-	case r < least:
-		return fmt.Errorf("StreamRetention is %s: a batch given up on after MaxRecordAge %s would leave the stream less than %s later; want at least %s, or a lower MaxRecordAge",
-			hours(r), hours(p.MaxRecordAge), hours(RecoverableFor), hours(least))
+// checkRecordAge: a batch must be given up on, to the FailedBatches
+// bucket, before the stream trims its records, or they are lost. The
+// created stream keeps them StreamRetention; an hour's margin covers
+// Lambda's retries between two looks at the age. An existing stream's
+// retention cannot be read at synth: the README asks for the same margin.
+func (p Props) checkRecordAge() error {
+	if most := StreamRetention - time.Hour; p.StreamARN == "" && p.MaxRecordAge > most {
+		return fmt.Errorf("MaxRecordAge is %v: the created stream keeps records %s, so a batch must be given up on by %s, or its records leave the stream before they reach the FailedBatches bucket",
+			p.MaxRecordAge, hours(StreamRetention), hours(most))
 	}
 	return nil
 }

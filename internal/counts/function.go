@@ -42,9 +42,19 @@ func NewFunction(cfg Config, client API, log *slog.Logger, metrics *emf.Logger) 
 
 // Invoke is the Lambda entry point. An error fails the invocation, and the
 // mapping delivers the batch again; what was counted is not counted twice.
+// A failed invocation leaves a note of what it did not count, for a
+// redrive should the mapping give the batch up (NoteFailure).
 func (f *Function) Invoke(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
 	start := time.Now()
-	resp, st, err := f.Counter.Handle(ctx, ev)
+	work, cancel := reserve(ctx)
+	resp, st, err := f.Counter.Handle(work, ev)
+	cancel()
+	if err != nil && ev.ShardID != "" {
+		if nerr := f.Counter.NoteFailure(ctx, ev.ShardID, ev.Records); nerr != nil {
+			f.Log.Warn("count: could not note what the failed batch left uncounted; a redrive of it may have to be decided by hand",
+				slog.String("shard", ev.ShardID), slog.String("error", nerr.Error()))
+		}
+	}
 	attrs := []slog.Attr{
 		slog.String("shard", ev.ShardID),
 		slog.Int("records", st.Records),

@@ -27,10 +27,11 @@ const LocalArchiveWindow = time.Second
 
 // startArchive runs the archive function on the table's stream, as the
 // stack's event source mapping does: inserted or rewritten events, batched,
-// retried until they succeed. No S3 runs on the machine, so a directory
-// stands in for the bucket: under dbDir when the data is kept, else a
-// temporary one, which it returns. It stops with ctx.
-func startArchive(ctx context.Context, out io.Writer, client *dynamodb.Client, endpoint, table, dbDir string, log *slog.Logger) (string, error) {
+// retried a bounded number of times, then given up to the on-failure
+// bucket. A directory stands in for the archive bucket, so that its objects
+// are files to look at: under dbDir when the data is kept, else a temporary
+// one, which it returns. It stops with ctx.
+func startArchive(ctx context.Context, out io.Writer, client *dynamodb.Client, endpoint, table, dbDir string, fb failed, log *slog.Logger) (string, error) {
 	arn, err := streams.StreamARN(ctx, client, table)
 	if err != nil {
 		return "", fmt.Errorf("archive: %w", err)
@@ -49,12 +50,13 @@ func startArchive(ctx context.Context, out io.Writer, client *dynamodb.Client, e
 		BatchSize: 1000,
 		Log:       log,
 		Filter:    func(r events.DynamoDBEventRecord) bool { return item.IsEventChange(r, "INSERT", "MODIFY") },
+		Retry:     fb.retry(LocalArchiveFunction, LocalArchiveMapping),
 		Handler: func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) error {
 			return f.Invoke(ctx, events.DynamoDBEvent{Records: ev.Records})
 		},
 	}
 	go p.Run(ctx)
-	fmt.Fprintf(out, "archive function polling the table's stream, writing %s%s... to %s (no S3 here: a directory stands in for the bucket)\n",
+	fmt.Fprintf(out, "archive function polling the table's stream, writing %s%s... to %s (a directory stands in for the archive bucket)\n",
 		archive.Prefix, "src=<source>/day=<day>/", dir)
 	return dir, nil
 }

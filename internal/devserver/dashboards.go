@@ -29,8 +29,9 @@ const LocalCounterWindow = time.Second
 
 // startCounter runs the counter function on the table's stream, as the
 // stack's event source mapping does: only inserted events, batched, with the
-// shard id, retried until they succeed. It stops with ctx.
-func startCounter(ctx context.Context, out io.Writer, client *dynamodb.Client, endpoint, table string, retention time.Duration, log *slog.Logger) error {
+// shard id, retried a bounded number of times, then given up to the
+// on-failure bucket. It stops with ctx.
+func startCounter(ctx context.Context, out io.Writer, client *dynamodb.Client, endpoint, table string, retention time.Duration, fb failed, log *slog.Logger) error {
 	arn, err := streams.StreamARN(ctx, client, table)
 	if err != nil {
 		return fmt.Errorf("counts: %w (a table made by an older shardline has none: use a fresh -db directory)", err)
@@ -43,6 +44,7 @@ func startCounter(ctx context.Context, out io.Writer, client *dynamodb.Client, e
 		BatchSize: 1000,
 		Log:       log,
 		Filter:    func(r events.DynamoDBEventRecord) bool { return item.IsEventChange(r, "INSERT") },
+		Retry:     fb.retry(LocalCounterFunction, LocalCounterMapping),
 		Handler: func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) error {
 			_, err := f.Invoke(ctx, ev)
 			return err

@@ -1,8 +1,9 @@
 // Package devserver runs shardline on one machine: DynamoDB Local, the table
 // made from the stack's definition, the API served on localhost through the
 // real Lambda handlers, and a Kinesis stream in kinesalite that the ingest
-// handler polls as the stack's event source mapping does, with an SQS
-// on-failure queue. It is what `make run` starts.
+// handler polls as the stack's event source mapping does. Every local
+// mapping gives a failing batch up as the stack's do, to an on-failure
+// bucket in a local S3. It is what `make run` starts.
 package devserver
 
 import (
@@ -47,16 +48,16 @@ type Options struct {
 	Endpoint string // use this DynamoDB endpoint instead of starting DynamoDB Local
 	Table    string // the table's name
 	Stream   string // the Kinesis stream's name
-	// KinesisPort and SQSPort are kinesalite's and the local SQS's ports;
+	// KinesisPort and S3Port are kinesalite's and the local S3's ports;
 	// 0 picks free ones.
-	KinesisPort, SQSPort int
-	Samples              string // directory of sample events to replay; empty replays nothing
-	LogLevel             slog.Level
-	Getenv               func(string) string // the ingest configuration's environment
-	Out                  io.Writer           // progress and results
-	DDBLog               *os.File            // DynamoDB Local's output; nil discards it
-	OnServing            func(url string)    // called once the API is listening (for tests)
-	OnKinesis            func(Kinesis)       // called once the stream is polled (for tests)
+	KinesisPort, S3Port int
+	Samples             string // directory of sample events to replay; empty replays nothing
+	LogLevel            slog.Level
+	Getenv              func(string) string // the ingest configuration's environment
+	Out                 io.Writer           // progress and results
+	DDBLog              *os.File            // DynamoDB Local's output; nil discards it
+	OnServing           func(url string)    // called once the API is listening (for tests)
+	OnKinesis           func(Kinesis)       // called once the stream is polled (for tests)
 }
 
 // Serve runs Run in the background and returns once the API is
@@ -135,17 +136,22 @@ func Run(ctx context.Context, o Options) error {
 	mux.Handle("GET "+query.QuarantineRoute, qh.HTTP)
 	mux.Handle("GET "+query.CountsRoute, qh.HTTP)
 	mux.Handle("GET "+query.SourcesRoute, qh.HTTP)
-	if err := startCounter(ctx, out, client, endpoint, o.Table, cfg.Retention, log); err != nil {
+	fb, stopS3, err := startS3(ctx, out, o.S3Port, o.DBDir)
+	if err != nil {
 		return err
 	}
-	archiveDir, err := startArchive(ctx, out, client, endpoint, o.Table, o.DBDir, log)
+	defer stopS3()
+	if err := startCounter(ctx, out, client, endpoint, o.Table, cfg.Retention, fb, log); err != nil {
+		return err
+	}
+	archiveDir, err := startArchive(ctx, out, client, endpoint, o.Table, o.DBDir, fb, log)
 	if err != nil {
 		return err
 	}
 	if o.Stream == "" {
 		o.Stream = o.Table
 	}
-	kin, stopKinesis, err := startKinesis(ctx, out, o, h, log)
+	kin, stopKinesis, err := startKinesis(ctx, out, o, h, fb, log)
 	if err != nil {
 		return err
 	}
@@ -195,11 +201,12 @@ func Run(ctx context.Context, o Options) error {
 		"    --stream-name %s --partition-key k --cli-binary-format raw-in-base64-out \\\n"+
 		"    --data '{\"id\":\"2\",\"source\":\"my-service\",\"type\":\"com.example.hello\"}'\n",
 		kin.Endpoint, kinesislocal.Region, kin.Stream)
-	fmt.Fprintf(out, "batches it gives up on land on the on-failure queue; re-ingest them with:\n"+
+	fmt.Fprintf(out, "batches the local mappings give up on land, records included, in the local S3 bucket %s; process them again with:\n"+
 		"  EVENTS_TABLE=%s AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \\\n"+
-		"  AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_KINESIS=%s AWS_ENDPOINT_URL_SQS=%s \\\n"+
-		"    ./bin/shardline redrive --queue %s --dry-run\n",
-		o.Table, kinesislocal.Region, endpoint, kin.Endpoint, kin.SQS, kin.QueueURL)
+		"  AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_S3=%s \\\n"+
+		"    ./bin/shardline redrive --bucket %s --ingest-mapping %s --counter-mapping %s --archive-mapping %s \\\n"+
+		"      --archive-dir %s --dry-run\n",
+		FailedBucket, o.Table, kinesislocal.Region, endpoint, fb.endpoint, FailedBucket, LocalIngestMapping, LocalCounterMapping, LocalArchiveMapping, archiveDir)
 	fmt.Fprintf(out, "\nopen the explorer, a page over the API, at %s/\n", base)
 	fmt.Fprintln(out, "serving until Ctrl-C")
 	if o.OnServing != nil {

@@ -40,8 +40,8 @@ func TestRun(t *testing.T) {
 		"-> 2 events, plan gsi", `"id":"ord-7f3aa0"`, "next page: add &cursor=",
 		"sources in the last two days", "13 of 13 stored events counted", "archived 13 of 13 stored events",
 		"Kinesis (kinesalite) at " + kin.Endpoint + ": stream shardline-events (arn:aws:kinesis:us-east-1:000000000000:stream/shardline-events)",
-		"aws kinesis put-record --endpoint-url " + kin.Endpoint + " --region us-east-1", "go to the SQS queue " + kin.QueueURL,
-		"AWS_ENDPOINT_URL_SQS=" + kin.SQS, "shardline redrive --queue " + kin.QueueURL + " --dry-run"} {
+		"aws kinesis put-record --endpoint-url " + kin.Endpoint + " --region us-east-1", "go, records included, to the local S3 bucket " + kin.Bucket,
+		"AWS_ENDPOINT_URL_S3=" + kin.S3, "shardline redrive --bucket shardline-failed-batches --ingest-mapping local-ingest --counter-mapping local-counter --archive-mapping local-archive"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -108,7 +108,7 @@ func TestRun(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if !strings.Contains(out.String(), "stopped kinesalite") || !strings.Contains(out.String(), "stopped DynamoDB Local") {
+	if !strings.Contains(out.String(), "stopped kinesalite") || !strings.Contains(out.String(), "stopped the local S3") || !strings.Contains(out.String(), "stopped DynamoDB Local") {
 		t.Fatalf("DynamoDB Local not stopped:\n%s", out.String())
 	}
 }

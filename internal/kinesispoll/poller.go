@@ -5,13 +5,13 @@
 // and invokes a handler with the events.KinesisEvent Lambda would send. The
 // handler's batchItemFailures are honoured, function errors bisect the
 // batch, and after the retry limit or the record age the batch is given up
-// on and an on-failure record of Lambda's shape goes to the destination.
+// on and an on-failure record of Lambda's shape, the records included, goes
+// to the destination (an S3 bucket, as the stack's mapping has).
 // The checkpoint of a shard moves past a batch only once it is done.
 package kinesispoll
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -269,38 +269,28 @@ func (p *Poller) process(ctx context.Context, s *shardState, batch []events.Kine
 // deliver sends the on-failure record of g, retrying a failed send a few
 // times as Lambda does; the records are not read again either way.
 func (p *Poller) deliver(ctx context.Context, shardID string, g esm.GiveUp) {
-	first, last := g.Records[0], g.Records[len(g.Records)-1]
-	rec := onfailure.New(onfailure.Batch{
-		StreamARN: p.stream.Full, ShardID: shardID,
-		FirstSequence: first.Kinesis.SequenceNumber, LastSequence: last.Kinesis.SequenceNumber,
-		FirstArrival: first.Kinesis.ApproximateArrivalTimestamp.Time, LastArrival: last.Kinesis.ApproximateArrivalTimestamp.Time,
-		Size: len(g.Records), Condition: g.Condition, Invocations: g.Invocations, FunctionError: g.FunctionError,
-		FunctionARN: p.FunctionARN, RequestID: requestID(), At: time.Now(),
-	})
+	rec, err := onfailure.NewKinesis(onfailure.GiveUp{
+		StreamARN: p.stream.Full, ShardID: shardID, Condition: g.Condition, Invocations: g.Invocations,
+		FunctionError: g.FunctionError, FunctionARN: p.FunctionARN, At: time.Now(),
+	}, g.Records)
 	log := p.Log.With(slog.String("shard", shardID), slog.String("condition", g.Condition), slog.Int("records", len(g.Records)),
-		slog.String("start_sequence_number", rec.KinesisBatchInfo.StartSequenceNumber),
-		slog.String("end_sequence_number", rec.KinesisBatchInfo.EndSequenceNumber))
+		slog.String("start_sequence_number", g.Records[0].Kinesis.SequenceNumber),
+		slog.String("end_sequence_number", g.Records[len(g.Records)-1].Kinesis.SequenceNumber))
+	if err != nil {
+		log.Error("kinesis poller: gave up on a batch and could not write its on-failure record", slog.String("error", err.Error()))
+		return
+	}
 	if p.OnFailure == nil {
 		log.Error("kinesis poller: gave up on a batch; no on-failure destination, so only this log line tells of it")
 		return
 	}
-	var err error
 	for attempt := range 3 {
 		if err = p.OnFailure(ctx, rec); err == nil {
 			p.deliveries.Add(1)
-			log.Warn("kinesis poller: gave up on a batch; its on-failure record went to the destination")
+			log.Warn("kinesis poller: gave up on a batch; its on-failure record, records included, went to the destination")
 			return
 		}
 		backoff.Sleep(ctx, time.Duration(attempt+1)*p.Idle)
 	}
 	log.Error("kinesis poller: gave up on a batch and could not deliver its on-failure record", slog.String("error", err.Error()))
-}
-
-// requestID is a random UUID, as Lambda's request ids are.
-func requestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/ingest"
@@ -20,10 +18,10 @@ import (
 	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/internal/testkinesis"
-	"github.com/shardline/shardline/internal/testsqs"
+	"github.com/shardline/shardline/internal/tests3"
 )
 
-func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start, testsqs.Start) }
+func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start, tests3.Start) }
 
 // rig is a stream in kinesalite, a table in DynamoDB Local behind a fault
 // proxy, and the real ingest handler on it.
@@ -171,9 +169,10 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 }
 
 // TestGiveUpSendsOnFailureRecord: a fault that outlasts RetryAttempts gets
-// the batch given up on, and the local SQS queue receives the record
-// Lambda's on-failure destination would: where the records are, how many,
-// why. The poller then goes on with the next batch.
+// the batch given up on, and the local S3 bucket receives the object
+// Lambda's S3 on-failure destination would: under Lambda's key layout, why
+// and where, and the records themselves. The poller then goes on with the
+// next batch.
 func TestGiveUpSendsOnFailureRecord(t *testing.T) {
 	r := newRig(t, 1)
 	records, _ := testkinesis.Corpus(40, "doomed", "fine")
@@ -184,25 +183,25 @@ func TestGiveUpSendsOnFailureRecord(t *testing.T) {
 		}
 		return nil, nil
 	})
-	queue := testsqs.Queue(t)
-	q := testsqs.Client(t)
+	bucket := tests3.Bucket(t)
 	p := &Poller{Client: r.kin, StreamARN: r.arn, BatchSize: 100, RetryAttempts: 2, Timeout: 500 * time.Millisecond, Idle: 20 * time.Millisecond,
-		Handler: r.h.Kinesis, OnFailure: onfailure.SQS{Client: q, QueueURL: queue}.Send}
+		Handler: r.h.Kinesis, OnFailure: onfailure.S3{Client: tests3.Client(t), Bucket: bucket, MappingUUID: "mapping-1"}.Put}
 	r.start(t, p)
 	waitFor(t, "the first batch given up on", func() bool { return p.Delivered() == 1 })
 	testkinesis.Put(t, r.kin, r.arn, records[20:])
 	waitFor(t, "the rest processed", func() bool { return p.Processed() == int64(len(records)) })
 
-	out, err := q.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out.Messages) != 2 {
-		t.Fatalf("%d on-failure messages, want one a batch", len(out.Messages))
+	keys := tests3.Keys(t, bucket)
+	if len(keys) != 2 || int64(len(keys)) != p.Delivered() {
+		t.Fatalf("%d on-failure objects, %d delivered, want one a batch", len(keys), p.Delivered())
 	}
 	stream, _ := kinesisread.ParseARN(r.arn)
-	for _, m := range out.Messages {
-		rec, err := onfailure.Parse([]byte(aws.ToString(m.Body)))
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "aws/lambda/mapping-1/shardId-000000000000/") {
+			t.Errorf("key %s", k)
+		}
+		body := tests3.Get(t, bucket, k)
+		rec, err := onfailure.Parse(body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,18 +209,27 @@ func TestGiveUpSendsOnFailureRecord(t *testing.T) {
 		if rec.Version != "1.0" || rec.RequestContext.Condition != onfailure.RetryAttemptsExhausted || rec.RequestContext.ApproximateInvokeCount != 3 ||
 			rec.ResponseContext.StatusCode != 200 || rec.ResponseContext.FunctionError != nil || b.StreamARN != r.arn ||
 			!strings.HasPrefix(rec.RequestContext.FunctionARN, "arn:aws:lambda:us-east-1:000000000000:function:") {
-			t.Errorf("record %s", aws.ToString(m.Body))
+			t.Errorf("record %s", body)
 		}
-		got, err := kinesisread.Range(context.Background(), r.kin, stream, b.ShardID, b.StartSequenceNumber, b.EndSequenceNumber)
+		got, err := rec.Kinesis()
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The batch runs from the first record that held a doomed event to
-		// the end of what was read with it.
-		if len(got) != b.BatchSize || !strings.Contains(string(got[0].Kinesis.Data), `"source":"doomed"`) ||
-			got[0].Kinesis.ApproximateArrivalTimestamp.UTC().Format(onfailure.TimeLayout) != b.ApproximateArrivalOfFirstRecord ||
-			got[len(got)-1].Kinesis.ApproximateArrivalTimestamp.UTC().Format(onfailure.TimeLayout) != b.ApproximateArrivalOfLastRecord {
-			t.Errorf("batch info %+v does not match the %d records in its range", b, len(got))
+		// the end of what was read with it; its records are the stream's.
+		inStream, err := kinesisread.Range(context.Background(), r.kin, stream, b.ShardID, b.StartSequenceNumber, b.EndSequenceNumber)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != b.BatchSize || len(inStream) != len(got) || !strings.Contains(string(got[0].Kinesis.Data), `"source":"doomed"`) ||
+			onfailure.ArrivalTime(got[0].Kinesis.ApproximateArrivalTimestamp.Time) != b.ApproximateArrivalOfFirstRecord ||
+			onfailure.ArrivalTime(got[len(got)-1].Kinesis.ApproximateArrivalTimestamp.Time) != b.ApproximateArrivalOfLastRecord {
+			t.Errorf("batch info %+v does not match its %d records (%d in its range of the stream)", b, len(got), len(inStream))
+		}
+		for i := range got {
+			if string(got[i].Kinesis.Data) != string(inStream[i].Kinesis.Data) || got[i].Kinesis.SequenceNumber != inStream[i].Kinesis.SequenceNumber {
+				t.Errorf("record %d differs from the stream's", i)
+			}
 		}
 	}
 }

@@ -2,7 +2,7 @@
 // GetShardIterator, GetRecords) and turns its records into the
 // events.KinesisEventRecord that Lambda hands a function, with the real
 // sequence numbers and arrival times. The local poller reads the stream
-// with it, and `shardline redrive` reads a given-up batch back.
+// with it, and tests read a range of it back (Range).
 package kinesisread
 
 import (
@@ -144,20 +144,6 @@ func Read(ctx context.Context, c API, stream ARN, shardID string, it *string, li
 		p.Records[i] = Event(r, stream, shardID)
 	}
 	return p, nil
-}
-
-// Retention is how long the stream keeps a record. A stream that is gone
-// answers a *GoneError.
-func Retention(ctx context.Context, c API, stream ARN) (time.Duration, error) {
-	out, err := c.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(stream.Name), StreamARN: aws.String(stream.Full)})
-	var notFound *types.ResourceNotFoundException
-	if errors.As(err, &notFound) {
-		return 0, &GoneError{Shard: "the stream", Err: err}
-	}
-	if err != nil {
-		return 0, fmt.Errorf("describe stream %s: %w", stream.Full, err)
-	}
-	return time.Duration(aws.ToInt32(out.StreamDescriptionSummary.RetentionPeriodHours)) * time.Hour, nil
 }
 
 // GoneError says that a batch's records are no longer in the stream: the

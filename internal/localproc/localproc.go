@@ -1,6 +1,6 @@
 // Package localproc runs a local engine as a child process: DynamoDB Local
-// (a jar) or an npm package in tools/ (kinesalite, local-aws-sqs), on a free
-// port, ready once it answers HTTP, stopped with its parent.
+// (a jar) or an npm package in tools/ (kinesalite, s3rver), on a free port,
+// ready once it answers HTTP, stopped with its parent.
 package localproc
 
 import (
@@ -58,6 +58,12 @@ func Node() (string, error) {
 // holds the npm package pkg, so that require finds it. "{port}" in args is
 // replaced by the port, 0 picking a free one; log is as Spec.Log.
 func StartNode(ctx context.Context, pkg, script string, args []string, port int, log *os.File) (*Proc, error) {
+	return StartNodeFlags(ctx, pkg, nil, script, args, port, log)
+}
+
+// StartNodeFlags is StartNode with node's own flags before the script, such
+// as --openssl-legacy-provider.
+func StartNodeFlags(ctx context.Context, pkg string, flags []string, script string, args []string, port int, log *os.File) (*Proc, error) {
 	manifest, err := FindUp(filepath.Join(pkg, "package.json"))
 	if err != nil {
 		return nil, err
@@ -69,7 +75,7 @@ func StartNode(ctx context.Context, pkg, script string, args []string, port int,
 	return Start(ctx, Spec{
 		Name: pkg,
 		Path: node,
-		Args: append([]string{"-e", script}, args...),
+		Args: append(append(append([]string(nil), flags...), "-e", script), args...),
 		Dir:  filepath.Dir(filepath.Dir(filepath.Dir(manifest))), // node_modules' parent
 		Port: port,
 		Log:  log,

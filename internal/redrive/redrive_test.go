@@ -1,6 +1,7 @@
 package redrive
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,10 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/ingest"
@@ -22,282 +20,212 @@ import (
 	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/internal/testkinesis"
-	"github.com/shardline/shardline/internal/testsqs"
+	"github.com/shardline/shardline/internal/tests3"
 )
 
-func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start, testsqs.Start) }
+func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start, tests3.Start) }
 
-// rig is a stream, a queue, and a table behind a fault proxy with the real
-// ingest handler on it.
-type rig struct {
-	table string
-	ddb   *dynamodb.Client
-	proxy *faultproxy.Proxy
-	kin   *kinesis.Client
-	arn   string
-	sqs   *sqs.Client
-	queue string
-	h     *ingest.Handler
-}
-
-func newRig(t *testing.T) *rig {
+// waitFor polls cond until it holds, for at most a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	r := &rig{table: testdb.Table(t), ddb: testdb.Client(t, testdb.Endpoint(t)), kin: testkinesis.Client(t, testkinesis.Endpoint(t)),
-		sqs: testsqs.Client(t), queue: testsqs.Queue(t)}
-	r.arn = testkinesis.Stream(t, 1)
-	p := faultproxy.For(t, testdb.Endpoint(t))
-	r.proxy = p
-	r.h = ingest.New(ingest.DefaultConfig(r.table), testdb.Client(t, p.URL), ingest.Options{})
-	return r
-}
-
-func (r *rig) redriver() *Redriver {
-	return &Redriver{SQS: r.sqs, QueueURL: r.queue, Kinesis: r.kin, Ingest: r.h.Kinesis}
-}
-
-// failing holds the writes of one source's events, as a table that refuses
-// them would.
-func failing(source string) faultproxy.Rule {
-	return func(req faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
-		if req.Op == "BatchWriteItem" {
-			return nil, faultproxy.PKHasPrefix("E#" + source)
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
-		return nil, nil
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// giveUp runs the poller over records until it has processed them all,
-// with a fault on the source "doomed" that outlasts its retries, and
-// returns how many batches it gave up on.
-func (r *rig) giveUp(t *testing.T, records [][]byte) int64 {
-	t.Helper()
-	testkinesis.Put(t, r.kin, r.arn, records)
-	r.proxy.SetRule(failing("doomed"))
-	p := &kinesispoll.Poller{Client: r.kin, StreamARN: r.arn, Handler: r.h.Kinesis, BatchSize: 25, RetryAttempts: 1,
-		Timeout: 300 * time.Millisecond, Idle: 20 * time.Millisecond, Bisect: true,
-		OnFailure: onfailure.SQS{Client: r.sqs, QueueURL: r.queue}.Send}
+// run starts f in the background and returns how to stop it.
+func run(t *testing.T, f func(context.Context) error) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
+	go func() { done <- f(ctx) }()
+	var once atomic.Bool
+	stop = func() {
+		if once.Swap(true) {
+			return
+		}
 		cancel()
 		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}()
-	deadline, stop := context.WithTimeout(context.Background(), time.Minute)
-	defer stop()
-	for p.Processed() < int64(len(records)) {
-		select {
-		case <-deadline.Done():
-			t.Fatalf("the poller processed %d of %d records", p.Processed(), len(records))
-		case <-time.After(20 * time.Millisecond):
+			t.Errorf("poller: %v", err)
 		}
 	}
-	if p.Delivered() == 0 || p.Delivered() != int64(len(r.messages(t))) {
-		t.Fatalf("%d batches given up on, %d messages on the queue", p.Delivered(), len(r.messages(t)))
-	}
-	return p.Delivered()
+	t.Cleanup(stop)
+	return stop
 }
 
-// messages peeks at the queue: it receives every message and makes each
-// visible again.
-func (r *rig) messages(t *testing.T) []types.Message {
+// snapshot is every object of a bucket, to put back later as a redrive
+// whose deletes were lost would leave them.
+func snapshot(t *testing.T, bucket string) map[string][]byte {
 	t.Helper()
+	out := map[string][]byte{}
+	for _, k := range tests3.Keys(t, bucket) {
+		out[k] = tests3.Get(t, bucket, k)
+	}
+	return out
+}
+
+func restore(t *testing.T, bucket string, objs map[string][]byte) {
+	t.Helper()
+	for k, b := range objs {
+		if _, err := tests3.Client(t).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(k), Body: bytes.NewReader(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRedriveIngest is the Kinesis path end to end: the local poller gives
+// batches up while the table refuses one source's events and writes them,
+// records included, to the local S3; a dry run reads them and changes
+// nothing; a redrive while the fault lasts leaves every object; once it is
+// fixed a redrive stores every event exactly once and deletes the objects;
+// the same objects redriven again store nothing twice; an interrupted run
+// leaves its object for the next.
+func TestRedriveIngest(t *testing.T) {
+	table, bucket := testdb.Table(t), tests3.Bucket(t)
+	ddb := testdb.Client(t, testdb.Endpoint(t))
+	kin := testkinesis.Client(t, testkinesis.Endpoint(t))
+	arn := testkinesis.Stream(t, 1)
+	proxy := faultproxy.For(t, testdb.Endpoint(t))
+	h := ingest.New(ingest.DefaultConfig(table), testdb.Client(t, proxy.URL), ingest.Options{})
+	records, want := testkinesis.Corpus(60, "doomed", "fine", "fine")
+	testkinesis.Put(t, kin, arn, records)
+	proxy.SetRule(func(req faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+		if req.Op == "BatchWriteItem" {
+			return nil, faultproxy.PKHasPrefix("E#doomed")
+		}
+		return nil, nil
+	})
+	p := &kinesispoll.Poller{Client: kin, StreamARN: arn, Handler: h.Kinesis, BatchSize: 25, RetryAttempts: 1,
+		Timeout: 300 * time.Millisecond, Idle: 20 * time.Millisecond, Bisect: true,
+		OnFailure: onfailure.S3{Client: tests3.Client(t), Bucket: bucket, MappingUUID: "ingest-mapping"}.Put}
+	stop := run(t, p.Run)
+	waitFor(t, "every record processed", func() bool { return p.Processed() == int64(len(records)) })
+	stop()
+	objects := len(tests3.Keys(t, bucket))
+	if objects == 0 || int64(objects) != p.Delivered() {
+		t.Fatalf("%d batches given up on, %d objects", p.Delivered(), objects)
+	}
+	if n := len(testdb.StoredIn(t, ddb, table).Events); n >= len(want) {
+		t.Fatalf("%d of %d events stored before the redrive: the fault did not bite", n, len(want))
+	}
+	saved := snapshot(t, bucket)
+	r := &Redriver{S3: tests3.Client(t), Bucket: bucket, Ingest: h.Kinesis, Mappings: map[string]Consumer{"ingest-mapping": Ingest}}
 	ctx := context.Background()
-	var all []types.Message
-	seen := map[string]bool{}
-	for {
-		out, err := r.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.queue), MaxNumberOfMessages: 10, VisibilityTimeout: 30})
+
+	var seen []Result
+	writes := proxy.Count("BatchWriteItem")
+	sum, err := r.Run(ctx, Options{DryRun: true, OnObject: func(res Result) { seen = append(seen, res) }})
+	if err != nil || sum.WouldRedrive != objects || sum.NeedsAttention() || proxy.Count("BatchWriteItem") != writes || len(tests3.Keys(t, bucket)) != objects {
+		t.Fatalf("dry run: %+v, %v", sum, err)
+	}
+	for _, res := range seen {
+		if res.Consumer != Ingest || res.Records != res.Batch.BatchSize || res.Condition != onfailure.RetryAttemptsExhausted {
+			t.Errorf("dry run: %+v", res)
+		}
+	}
+
+	sum, err = r.Run(ctx, Options{Attempts: 2, InvokeTimeout: 300 * time.Millisecond, Max: 2})
+	if err != nil || sum.Failed != 2 || sum.Redriven != 0 || !sum.NeedsAttention() || len(tests3.Keys(t, bucket)) != objects {
+		t.Fatalf("redrive during the fault: %+v, %v", sum, err)
+	}
+
+	proxy.SetRule(nil)
+	sum, err = r.Run(ctx, Options{})
+	if err != nil || sum.Redriven != objects || sum.NeedsAttention() || sum.Done != sum.Records {
+		t.Fatalf("redrive: %+v, %v", sum, err)
+	}
+	testkinesis.AssertStoredOnce(t, kin, arn, ddb, table, records, want)
+	if keys := tests3.Keys(t, bucket); len(keys) != 0 {
+		t.Fatalf("%d objects left", len(keys))
+	}
+	if sum, err = r.Run(ctx, Options{}); err != nil || sum.Objects != 0 {
+		t.Fatalf("nothing left to redrive: %+v, %v", sum, err)
+	}
+
+	// The same objects again (a run whose deletes were lost): nothing twice.
+	restore(t, bucket, saved)
+	if sum, err = r.Run(ctx, Options{}); err != nil || sum.Redriven != objects {
+		t.Fatalf("redrive again: %+v, %v", sum, err)
+	}
+	testkinesis.AssertStoredOnce(t, kin, arn, ddb, table, records, want)
+
+	// Interrupted after an invocation: that object stays, the next run
+	// finishes it.
+	restore(t, bucket, saved)
+	cctx, cancel := context.WithCancel(ctx)
+	interrupted := &Redriver{S3: tests3.Client(t), Bucket: bucket, Mappings: r.Mappings,
+		Ingest: func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+			defer cancel()
+			return h.Kinesis(ctx, ev)
+		}}
+	if _, err := interrupted.Run(cctx, Options{}); !errors.Is(err, context.Canceled) || len(tests3.Keys(t, bucket)) != objects {
+		t.Fatalf("interrupted run: %v, %d objects left of %d", err, len(tests3.Keys(t, bucket)), objects)
+	}
+	if sum, err = r.Run(ctx, Options{}); err != nil || sum.Redriven != objects {
+		t.Fatalf("resumed run: %+v, %v", sum, err)
+	}
+	testkinesis.AssertStoredOnce(t, kin, arn, ddb, table, records, want)
+}
+
+// TestLeftInTheBucket: an object that is not an on-failure record, one
+// without its records (an SQS destination's), one under a mapping the run
+// was not given, one whose batch is not of the stream its mapping reads (a
+// forged one), and one of a consumer the run has no code for are reported
+// and left; Prefix and Max narrow a run.
+func TestLeftInTheBucket(t *testing.T) {
+	bucket := tests3.Bucket(t)
+	put := func(key, body string) {
+		if _, err := tests3.Client(t).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+			Body: strings.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record := func(src onfailure.Source) string {
+		g := onfailure.GiveUp{StreamARN: "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/x", ShardID: "shardId-1",
+			Condition: onfailure.RetryAttemptsExhausted, Invocations: 2, FunctionARN: "arn:aws:lambda:us-east-1:000000000000:function:fn", At: time.Now()}
+		var r onfailure.Record
+		var err error
+		if src == onfailure.Kinesis {
+			r, err = onfailure.NewKinesis(g, []events.KinesisEventRecord{{Kinesis: events.KinesisRecord{SequenceNumber: "100", Data: []byte("{}")}}})
+		} else {
+			r, err = onfailure.NewDynamoDB(g, []events.DynamoDBEventRecord{{EventName: "INSERT", Change: events.DynamoDBStreamRecord{SequenceNumber: "100"}}})
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		fresh := 0
-		for _, m := range out.Messages {
-			if !seen[*m.MessageId] {
-				seen[*m.MessageId], fresh = true, fresh+1
-				all = append(all, m)
-			}
-		}
-		if fresh == 0 {
-			break
-		}
+		body, _ := json.Marshal(r)
+		return string(body)
 	}
-	for _, m := range all {
-		if _, err := r.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(r.queue), ReceiptHandle: m.ReceiptHandle}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return all
-}
-
-// TestRedriveAfterGiveUp is the whole path: the poller gives up on batches
-// while the table refuses one source; a dry run reads them back and
-// changes nothing; a redrive while the fault lasts leaves them; once the
-// fault is fixed a redrive stores every event exactly once and deletes the
-// messages; a second redrive does nothing.
-func TestRedriveAfterGiveUp(t *testing.T) {
-	r := newRig(t)
-	records, want := testkinesis.Corpus(150, "doomed", "fine", "fine")
-	batches := r.giveUp(t, records)
-	ctx := context.Background()
-	before := testdb.StoredIn(t, r.ddb, r.table)
-	if len(before.Events) >= len(want) {
-		t.Fatalf("%d of %d events stored before the redrive: the fault did not bite", len(before.Events), len(want))
-	}
-
-	// A dry run reads every batch back and writes nothing.
-	var lines []Result
-	writes := r.proxy.Count("BatchWriteItem")
-	sum, err := r.redriver().Run(ctx, Options{DryRun: true, Wait: time.Second, OnMessage: func(res Result) { lines = append(lines, res) }})
-	if err != nil || sum.WouldRedrive != int(batches) || sum.Messages != int(batches) || sum.Stored != 0 || sum.NeedsAttention() {
-		t.Fatalf("dry run: %+v, %v", sum, err)
-	}
-	for _, l := range lines {
-		if l.Outcome != WouldRedrive || l.Records < l.Batch.BatchSize || l.Condition != onfailure.RetryAttemptsExhausted {
-			t.Errorf("dry run: %+v", l)
-		}
-	}
-	if r.proxy.Count("BatchWriteItem") != writes || len(r.messages(t)) != int(batches) {
-		t.Fatal("the dry run wrote or deleted something")
-	}
-
-	// While the fault lasts, the messages stay.
-	sum, err = r.redriver().Run(ctx, Options{Wait: time.Second, Attempts: 2, InvokeTimeout: 200 * time.Millisecond})
-	if err != nil || sum.Failed != int(batches) || sum.Redriven != 0 || !sum.NeedsAttention() {
-		t.Fatalf("redrive during the fault: %+v, %v", sum, err)
-	}
-	if len(r.messages(t)) != int(batches) {
-		t.Fatal("a message was deleted though its records were not stored")
-	}
-
-	// Fixed: every event stored once, every message gone.
-	r.proxy.SetRule(nil)
-	sum, err = r.redriver().Run(ctx, Options{Wait: time.Second})
-	if err != nil || sum.Redriven != int(batches) || sum.NeedsAttention() || sum.Stored != sum.Records {
-		t.Fatalf("redrive: %+v, %v", sum, err)
-	}
-	testkinesis.AssertStoredOnce(t, r.kin, r.arn, r.ddb, r.table, records, want)
-	if n := len(r.messages(t)); n != 0 {
-		t.Fatalf("%d messages left", n)
-	}
-
-	// Again: nothing to do.
-	writes = r.proxy.Count("BatchWriteItem")
-	sum, err = r.redriver().Run(ctx, Options{Wait: time.Second})
-	if err != nil || sum.Messages != 0 || r.proxy.Count("BatchWriteItem") != writes {
-		t.Fatalf("second redrive: %+v, %v, %d writes", sum, err, r.proxy.Count("BatchWriteItem")-writes)
-	}
-}
-
-// TestInterruptedRedriveResumes: a run stopped halfway leaves its message
-// on the queue, visible at once, and the next run finishes it without a
-// duplicate.
-func TestInterruptedRedriveResumes(t *testing.T) {
-	r := newRig(t)
-	records, want := testkinesis.Corpus(60, "doomed")
-	batches := r.giveUp(t, records)
-	r.proxy.SetRule(nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var calls atomic.Int64
-	rd := r.redriver()
-	rd.Ingest = func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
-		resp, err := r.h.Kinesis(ctx, ev)
-		if calls.Add(1) == 2 {
-			cancel() // Ctrl-C after the second invocation
-		}
-		return resp, err
-	}
-	if _, err := rd.Run(ctx, Options{Wait: time.Second, BatchSize: 5}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted run: %v", err)
-	}
-	if n := len(r.messages(t)); n != int(batches) {
-		t.Fatalf("%d messages on the queue after the interruption, want %d", n, batches)
-	}
-	sum, err := r.redriver().Run(context.Background(), Options{Wait: time.Second})
-	if err != nil || sum.Redriven != int(batches) {
-		t.Fatalf("resumed run: %+v, %v", sum, err)
-	}
-	testkinesis.AssertStoredOnce(t, r.kin, r.arn, r.ddb, r.table, records, want)
-}
-
-// TestLeftOnTheQueue: messages whose records the stream no longer keeps,
-// of a stream that is gone, of another stream than asked for, or that are
-// not on-failure records are reported and left; --max stops early.
-func TestLeftOnTheQueue(t *testing.T) {
-	r := newRig(t)
-	testkinesis.Put(t, r.kin, r.arn, [][]byte{[]byte(`{"specversion":"1.0","id":"1","source":"s","type":"t"}`)})
-	shard, seq, arrived := firstRecord(t, r)
-	send := func(b onfailure.Batch) {
-		body, _ := json.Marshal(onfailure.New(b))
-		if _, err := r.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(r.queue), MessageBody: aws.String(string(body))}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	batch := onfailure.Batch{StreamARN: r.arn, ShardID: shard, FirstSequence: seq, LastSequence: seq, Size: 1,
-		Condition: onfailure.RetryAttemptsExhausted, At: time.Now()}
-	old := batch
-	old.FirstArrival = arrived.Add(-25 * time.Hour) // kinesalite keeps records 24 hours
-	send(old)
-	gone := batch
-	gone.StreamARN = "arn:aws:kinesis:us-east-1:000000000000:stream/deleted-long-ago"
-	gone.FirstArrival = arrived
-	send(gone)
-	if _, err := r.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(r.queue), MessageBody: aws.String(`{"hello":"world"}`)}); err != nil {
-		t.Fatal(err)
-	}
+	put("aws/lambda/counter/s/1", `{"hello":"world"}`)
+	put("aws/lambda/counter/s/2", `{"requestContext":{"condition":"RetryAttemptsExhausted"},"DDBStreamBatchInfo":{"shardId":"s","streamArn":"a","startSequenceNumber":"1","endSequenceNumber":"1","batchSize":1}}`)
+	put("aws/lambda/counter/s/3", record(onfailure.Kinesis))
+	put("aws/lambda/other/s/4", record(onfailure.DynamoDB))
+	put("aws/lambda/counter/s/5", record(onfailure.DynamoDB))
+	put("elsewhere/6", `{}`)
+	r := &Redriver{S3: tests3.Client(t), Bucket: bucket, Mappings: map[string]Consumer{"counter": Counter}}
 	var got []Result
-	sum, err := r.redriver().Run(context.Background(), Options{Wait: time.Second, OnMessage: func(res Result) { got = append(got, res) }})
-	if err != nil || sum.Messages != 3 || sum.Gone != 2 || sum.Invalid != 1 || !sum.NeedsAttention() {
+	sum, err := r.Run(context.Background(), Options{OnObject: func(res Result) { got = append(got, res) }})
+	if err != nil || sum.Objects != 5 || sum.Invalid != 2 || sum.Unknown != 2 || sum.Failed != 1 || !sum.NeedsAttention() {
 		t.Fatalf("%+v, %v", sum, err)
 	}
-	for _, res := range got {
-		switch {
-		case res.Outcome == Invalid && strings.Contains(res.Err.Error(), "no KinesisBatchInfo"):
-		case res.Outcome == Gone && res.Batch.StreamARN == r.arn && strings.Contains(res.Err.Error(), "have left the stream: the first arrived") &&
-			strings.Contains(res.Err.Error(), "the stream keeps records 24h0m0s"):
-		case res.Outcome == Gone && res.Batch.StreamARN != r.arn && strings.Contains(res.Err.Error(), "is gone"):
-		default:
-			t.Errorf("%+v", res)
+	for i, want := range []string{"neither KinesisBatchInfo nor DDBStreamBatchInfo", "no payload", "mapping counter is the counter's, but the object holds a kinesis stream batch",
+		"counter: this run has no counter code", "event source mapping other (function fn) is not one this run was given"} {
+		if got[i].Err == nil || !strings.Contains(got[i].Err.Error(), want) {
+			t.Errorf("object %s: %v, want %q", got[i].Key, got[i].Err, want)
 		}
 	}
-	if n := len(r.messages(t)); n != 3 {
-		t.Fatalf("%d messages left, want 3", n)
+	sum, err = r.Run(context.Background(), Options{Prefix: "aws/lambda/other/"})
+	if err != nil || sum.Objects != 1 || sum.Unknown != 1 {
+		t.Fatalf("prefix: %+v, %v", sum, err)
 	}
-
-	// Another stream's messages are not touched when a stream is named;
-	// --max 1 handles one message.
-	fresh := batch
-	fresh.FirstArrival = arrived
-	send(fresh)
-	sum, err = r.redriver().Run(context.Background(), Options{Wait: time.Second, StreamARN: gone.StreamARN, Max: 10})
-	if err != nil || sum.Other != 2 || sum.Gone != 1 || sum.Invalid != 1 || sum.Redriven != 0 {
-		t.Fatalf("only the gone stream: %+v, %v", sum, err)
+	sum, err = r.Run(context.Background(), Options{Max: 2})
+	if err != nil || sum.Objects != 2 {
+		t.Fatalf("max 2: %+v, %v", sum, err)
 	}
-	sum, err = r.redriver().Run(context.Background(), Options{Wait: time.Second, Max: 1})
-	if err != nil || sum.Messages != 1 {
-		t.Fatalf("max 1: %+v, %v", sum, err)
+	if n := len(tests3.Keys(t, bucket)); n != 6 {
+		t.Fatalf("%d objects left, want 6", n)
 	}
-}
-
-// firstRecord is the shard, sequence number and arrival of the stream's
-// first record.
-func firstRecord(t *testing.T, r *rig) (string, string, time.Time) {
-	t.Helper()
-	out, err := r.kin.ListShards(context.Background(), &kinesis.ListShardsInput{StreamName: aws.String(r.arn[strings.LastIndexByte(r.arn, '/')+1:])})
-	if err != nil {
-		t.Fatal(err)
-	}
-	shard := *out.Shards[0].ShardId
-	it, err := r.kin.GetShardIterator(context.Background(), &kinesis.GetShardIteratorInput{StreamName: aws.String(r.arn[strings.LastIndexByte(r.arn, '/')+1:]),
-		ShardId: aws.String(shard), ShardIteratorType: "TRIM_HORIZON"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := r.kin.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
-	if err != nil || len(recs.Records) == 0 {
-		t.Fatalf("%v, %d records", err, len(recs.Records))
-	}
-	return shard, *recs.Records[0].SequenceNumber, *recs.Records[0].ApproximateArrivalTimestamp
 }

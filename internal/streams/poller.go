@@ -2,9 +2,12 @@
 // mapping for a DynamoDB stream: it reads the stream of DynamoDB Local shard
 // by shard, turns the records into the events Lambda sends, filters them as
 // the mapping's filter would, batches them by size and window, and invokes a
-// handler with the shard's id (as a tumbling window does), retrying a batch
-// until it succeeds. `make run` runs the counter function with it; tests read
-// the stream with it.
+// handler with the shard's id (as a tumbling window does). A failing batch
+// is retried until it succeeds, or, with a Retry policy, as the stack's
+// mappings do: bisected, retried a bounded number of times, then given up
+// on and sent, records included, to an on-failure destination. `make run`
+// runs the counter and archive functions with it; tests read the stream
+// with it.
 package streams
 
 import (
@@ -12,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -61,6 +65,11 @@ type Poller struct {
 	Window    time.Duration                         // how long a partial batch waits; default 1 s
 	Idle      time.Duration                         // pause after a round that read nothing; default 200 ms
 	Log       *slog.Logger                          // default: discard
+	// Retry, when set, bounds the retries of a failing batch as the
+	// stack's event source mapping does; nil retries without limit.
+	Retry *Retry
+
+	processed, givenUp, delivered atomic.Int64
 }
 
 // shard is the poller's state of one stream shard.
@@ -154,6 +163,7 @@ func (p *Poller) poll(ctx context.Context, s *shard) (int, error) {
 		if err := p.deliver(ctx, s.id, batch); err != nil {
 			return n, err
 		}
+		p.processed.Add(int64(len(batch)))
 		s.buf = s.buf[len(batch):]
 		s.since = time.Now()
 	}
@@ -181,16 +191,16 @@ func (p *Poller) next(ctx context.Context, s *shard) ([]events.DynamoDBEventReco
 	return recs, nil
 }
 
-// deliver invokes the handler until it succeeds, as the mapping does with
-// unbounded retries.
+// deliver runs one batch until it succeeds or, with a Retry policy, is
+// given up on. It returns an error only when ctx ends: the batch is then
+// not done, and comes again after a restart as after a crash.
 func (p *Poller) deliver(ctx context.Context, shardID string, batch []events.DynamoDBEventRecord) error {
-	ev := events.DynamoDBTimeWindowEvent{}
-	ev.Records = batch
-	ev.ShardID = shardID
-	ev.EventSourceARN = p.StreamARN
-	ev.State = map[string]string{}
+	if p.Retry != nil {
+		p.Retry.process(ctx, p, shardID, batch, p.Retry.RetryAttempts)
+		return ctx.Err()
+	}
 	for attempt := 0; ; attempt++ {
-		err := p.Handler(ctx, ev)
+		err := p.invoke(ctx, shardID, batch)
 		if err == nil {
 			return nil
 		}
@@ -199,9 +209,41 @@ func (p *Poller) deliver(ctx context.Context, shardID string, batch []events.Dyn
 		}
 		p.Log.Warn("stream batch failed; retrying", slog.String("shard", shardID), slog.Int("records", len(batch)),
 			slog.Int("attempt", attempt+1), slog.String("error", err.Error()))
-		backoff.Sleep(ctx, time.Duration(min(attempt+1, 10))*100*time.Millisecond)
+		backoff.Sleep(ctx, retryPause(attempt))
 	}
 }
+
+// invoke calls the handler with batch as Lambda would, turning a panic
+// into the function error Lambda would see.
+func (p *Poller) invoke(ctx context.Context, shardID string, batch []events.DynamoDBEventRecord) (err error) {
+	ev := events.DynamoDBTimeWindowEvent{}
+	ev.Records = append([]events.DynamoDBEventRecord(nil), batch...)
+	ev.ShardID = shardID
+	ev.EventSourceARN = p.StreamARN
+	ev.State = map[string]string{}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("function panicked: %v", r)
+		}
+	}()
+	return p.Handler(ctx, ev)
+}
+
+// retryPause spaces the attempts at a failing batch: 100 ms more each time,
+// at most a second.
+func retryPause(attempt int) time.Duration {
+	return time.Duration(min(attempt+1, 10)) * 100 * time.Millisecond
+}
+
+// Processed is how many records (of those the filter passes) the poller is
+// done with: delivered, or given up on.
+func (p *Poller) Processed() int64 { return p.processed.Load() }
+
+// GivenUp is how many records the poller has given up on.
+func (p *Poller) GivenUp() int64 { return p.givenUp.Load() }
+
+// Delivered is how many on-failure records reached the destination.
+func (p *Poller) Delivered() int64 { return p.delivered.Load() }
 
 // Read returns every record now in the stream, by shard, from the trim
 // horizon: what a test feeds to a handler in batches of its choosing.

@@ -1,0 +1,152 @@
+package counts
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// RedriveStats says what Redrive did with a batch.
+type RedriveStats struct {
+	Records int // stream records in the batch
+	Counted int // events counted by this redrive
+	Already int // events the batch's own attempts, or an earlier redrive, had counted
+	Skipped int // records that do not count (not an event insert)
+}
+
+// AmbiguousError names the counter items of a given-up batch for which it
+// cannot be told what was counted: the batch has no note of its last
+// attempt (it could not be written), and later batches have moved the
+// items' watermarks past it. Nothing was counted for them.
+type AmbiguousError struct {
+	Shard string
+	Items []string // "source hour"
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("stream shard %s: for %d counter %s (%s) it cannot be told which of the batch's events were counted before Lambda gave up on it: "+
+		"the batch has no note of its last attempt and later batches have counted past it; those events are left uncounted (docs/counts.md, \"Batches given up on\")",
+		e.Shard, len(e.Items), plural(len(e.Items), "item", "items"), strings.Join(e.Items, ", "))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Redrive counts the events of a batch of stream shard shardID that Lambda
+// gave up on and that were not counted: exactly once, however often it
+// runs, whatever the batch's own attempts counted before Lambda gave up.
+//
+// Which records are missing comes from the note the batch's last failed
+// attempt wrote (NoteFailure). Without one, an item's watermark tells as
+// long as no later batch has moved it past the batch; otherwise the item is
+// ambiguous (*AmbiguousError) and left. The missing records are counted
+// under a watermark of their own, named after the batch, so that a redrive
+// run again (interrupted, or its object not deleted) adds nothing twice.
+func (c *Counter) Redrive(ctx context.Context, shardID string, recs []events.DynamoDBEventRecord) (RedriveStats, error) {
+	st := RedriveStats{Records: len(recs)}
+	parsed, skipped, err := parse(recs)
+	st.Skipped = skipped
+	if err != nil || len(parsed) == 0 {
+		return st, err
+	}
+	first, end, err := bounds(recs)
+	if err != nil {
+		return st, err
+	}
+	n, err := c.readNote(ctx, shardID, first)
+	if err != nil {
+		return st, err
+	}
+	if n != nil && seqLess(n.end, end) {
+		n = nil // the note is of an attempt with fewer records: it does not cover the batch
+	}
+	redriveShard := "redrive/" + shardID + "/" + first
+	sid, rsid := shortID(shardID, shardIDBytes), shortID(redriveShard, shardIDBytes)
+	groups := group(parsed)
+	missing := make([][]record, len(groups))
+	errs := make([]error, len(groups))
+	var (
+		mu        sync.Mutex
+		ambiguous []string
+	)
+	c.each(len(groups), func(i int) {
+		g := groups[i]
+		marks, err := c.readMarks(ctx, g.source, g.hour, sid, rsid)
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		recs, ok := decide(g, n, marks[sid], marks[rsid], end)
+		if !ok {
+			mu.Lock()
+			ambiguous = append(ambiguous, g.source+" "+g.hour)
+			mu.Unlock()
+			return
+		}
+		missing[i] = recs
+	})
+	want := map[string]bool{}
+	for i, g := range groups {
+		if errs[i] != nil {
+			return st, errs[i]
+		}
+		for _, r := range missing[i] {
+			want[r.seq] = true
+		}
+		st.Already += len(g.recs) - len(missing[i])
+	}
+	var todo []events.DynamoDBEventRecord
+	for _, r := range recs {
+		if seq, err := canonicalSeq(r.Change.SequenceNumber); err == nil && want[seq] {
+			todo = append(todo, r)
+		}
+	}
+	if len(todo) > 0 {
+		applied, err := c.Apply(ctx, redriveShard, todo)
+		st.Counted = applied.Counted
+		st.Already += applied.Seen
+		if err != nil {
+			return st, err
+		}
+	}
+	if len(ambiguous) > 0 {
+		return st, &AmbiguousError{Shard: shardID, Items: ambiguous}
+	}
+	return st, nil
+}
+
+// decide says which of g's records are not counted, from, in this order:
+// the batch's own redrive watermark (an earlier redrive decided, and
+// counted up to it), the note of the batch's last attempt, and the item's
+// watermark while it has not passed the batch's end. ok is false when none
+// of them can tell.
+func decide(g itemGroup, n *note, live, redriven *string, end string) (missing []record, ok bool) {
+	if redriven != nil {
+		return above(g.recs, *redriven), true
+	}
+	if n != nil {
+		p, listed := n.items[[2]string{g.source, g.hour}]
+		switch {
+		case !listed:
+			return nil, true // brought up to the batch by its attempts
+		case !p.unknown && p.mark == nil:
+			return g.recs, true
+		case !p.unknown:
+			return above(g.recs, *p.mark), true
+		}
+	}
+	switch {
+	case live == nil || seqLess(*live, g.recs[0].seq):
+		return g.recs, true
+	case !seqLess(end, *live):
+		return above(g.recs, *live), true // no later batch has counted in this item
+	}
+	return nil, false
+}
