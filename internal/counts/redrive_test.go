@@ -16,10 +16,6 @@ import (
 	"github.com/shardline/shardline/internal/testdb"
 )
 
-// invalid is how DynamoDB refuses an update it will refuse every time (an
-// item past 400 KB): the fault that makes Lambda give a counter batch up.
-var invalid = &faultproxy.Fault{Status: 400, Code: "ValidationException"}
-
 // givenUp is a counter batch that Lambda gave up on, and the batch after it.
 type givenUp struct {
 	e           *env
