@@ -4,15 +4,15 @@
 //
 // A Policy keeps, per source, a short window of what one writer (a Lambda
 // container) saw: write units stored, items throttled, and how far the
-// events' own times advanced. A source not throttled is raised (Decide)
-// when the rate it is heading for needs more keys. A throttled source is
-// measured (Measure: what this writer sees it ask, its keys' rate times how
-// much faster events arrive than they are stored), the writers' measures
-// are added up (shardmap.Demand), and each index whose keys the sum is over
-// is raised to carry it (ForDemand). A raise is sized to carry the demand at
-// bucketing.TargetUtilisation and is not asked for while the last step,
-// pending or not, carries it at the ceiling. docs/adaptive.md has the
-// reasoning and the measurements.
+// events' own times advanced. A source that throttles, or that runs at
+// ReportShare of its keys or more, is measured (Measure: what this writer
+// sees it ask), the writers' measures are added up (shardmap.Demand), since
+// each writer sees only its share of a source, and each index whose keys
+// the sum is over, now or, on a clear rise, by the time a raise decided now
+// would start, is raised to carry it (ForDemand). A raise is sized to carry
+// the demand at bucketing.TargetUtilisation and is not asked for while the
+// last step, pending or not, carries it at the ceiling. docs/adaptive.md
+// has the reasoning and the measurements.
 //
 // A Policy only decides. The caller records the raise in the shard record
 // (shardmap.Registry.RaiseUnlessCovered), where concurrent writers agree on
@@ -62,6 +62,13 @@ const (
 	// must arrive to be measured: below it the writer keeps up, and the
 	// throttling is a burst its keys absorb.
 	MinOver = 1.1
+	// ReportShare is the share of its keys' ceiling from which a writer
+	// measures a source that does not throttle: a source spread over up to
+	// eight writers is measured by each from half its ceiling. A report
+	// is a write unit, at most two a window per writer, so it costs at
+	// most 0.3% of the writes it measures (two in 10 s against 62.5 WCU/s
+	// or more); a source far below its keys is not worth one.
+	ReportShare = 1.0 / 16
 )
 
 // Counts are a source's shard counts: base table and GSI.
@@ -196,49 +203,62 @@ type Decision struct {
 	// covers what this writer measured.
 	To, Cover Counts
 	Reason    string
-	// Rate and GSIRate are the write units a second this writer measured
-	// for the source, base table and GSI, and Throttled the share of its
-	// items throttled (Decide); Demand is the most the writers measured
-	// the source asks of an index (ForDemand). They go in the log line of
-	// the raise.
-	Rate, GSIRate, Throttled, Demand float64
+	// Demand is the most the writers measured the source to ask of an
+	// index, extrapolated when it rises: what the raise is sized for.
+	Demand float64
 }
 
-// Measure is, for a source that throttles, the write units a second this
-// writer sees it ask of each index, for the caller to add up with what the
-// other writers measured (shardmap.Demand): the rate its keys took times
-// how much faster the traffic arrives than it is stored. ok is false when
-// the source does not throttle, the window is not yet full, the source is
-// not over its keys, or the source was measured less than half a window
-// ago: a writer reports at most twice a window.
-func (p *Policy) Measure(source string, now time.Time, cur Counts) (own shardmap.Rates, ok bool) {
+// Measured is what one writer measured a source to ask of each index.
+type Measured struct {
+	shardmap.Rates
+	// Throttled says the writer could not keep up: DynamoDB throttled the
+	// source, or the writer fell behind its events (paced on throttled
+	// keys). Else it kept up.
+	Throttled bool
+}
+
+// Measure is the write units a second this writer sees source ask of each
+// index, for the caller to add up with what the other writers measured
+// (shardmap.Demand). For items delivered in arrival order it is the rate
+// they arrived at, by their own times, whether the writer keeps up, falls
+// behind or drains a backlog; for items sent as they arrive (API
+// requests), which have no backlog to read, it is the rate their keys took
+// times the share left unstored. A writer that keeps up with a source
+// under ReportShare of its keys measures nothing: such a source is not
+// worth a report. ok is false then, when the window is not yet full or
+// does not show the arrival yet, or when the source was measured less than
+// half a window ago: a writer reports at most twice a window.
+func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, ok bool) {
 	v, ok := p.view(source, now, cur)
 	if !ok || v.secs < float64(p.slots()) {
-		return own, false
-	}
-	if v.sum.Throttled < p.or(p.MinThrottled, DefaultMinThrottled) || float64(v.sum.Throttled) < ThrottleShare*float64(v.sum.Items) {
-		return own, false
+		return m, false
 	}
 	over := p.over(v.seen, v.sum)
-	if over < MinOver {
-		return own, false
+	m.Throttled = over >= MinOver || v.sum.Throttled >= p.or(p.MinThrottled, DefaultMinThrottled) && float64(v.sum.Throttled) >= ThrottleShare*float64(v.sum.Items)
+	arrived, inOrder := p.arrival(v.seen, p.slots()/2)
+	switch {
+	case inOrder:
+		m.Table = arrived
+	case v.sum.Latest.IsZero() || m.Throttled:
+		m.Table = over * v.sum.WCU / v.secs // asked: stored, times the share unstored
+	default:
+		return m, false
+	}
+	m.GSI = m.Table
+	if v.sum.WCU > 0 {
+		m.GSI = m.Table * v.sum.GSIWCU / v.sum.WCU
+	}
+	if !m.Throttled && m.Table < ReportShare*float64(cur.Shards)*p.keyWCU() && m.GSI < ReportShare*float64(cur.GSIShards)*p.keyWCU() {
+		return m, false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.src[source]
 	if w == nil || now.Sub(w.reported) < p.window()/2 {
-		return own, false
+		return m, false
 	}
 	w.reported = now
-	rate := over * v.sum.WCU / v.secs // asked: stored, times the share unstored
-	if arrived, ok := p.arrival(v.seen, p.slots()/2); ok {
-		rate = arrived
-	}
-	gsi := rate
-	if v.sum.WCU > 0 {
-		gsi = rate * v.sum.GSIWCU / v.sum.WCU
-	}
-	return shardmap.Rates{Table: rate, GSI: gsi}, true
+	return m, true
 }
 
 // arrival is, for items delivered in arrival order, the write units a
@@ -292,7 +312,8 @@ func (p *Policy) Latest(source string) time.Time {
 }
 
 // ForDemand is the raise source needs that asks demand of its indexes at
-// now, the sum of its writers' Measure: each index whose keys the demand
+// now, the sum of its writers' Measure (throttled: this writer measured it
+// throttled, for the reason logged): each index whose keys the demand
 // is over rises to carry it at the target utilisation, unless the last
 // step carries it at the ceiling. When the sum rose clearly (TrendRise)
 // over each of the last two windows it was read in (a ramp, not a step),
@@ -302,10 +323,13 @@ func (p *Policy) Latest(source string) time.Time {
 // be outgrown twice over: the demand was measured under the counts it
 // replaces, and a raise that covers it is on its way. writers is how many
 // writers' measures were summed, for the log.
-func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, demand shardmap.Rates, writers int) (Decision, bool) {
-	reason := "throttled"
+func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, demand shardmap.Rates, writers int, throttled bool) (Decision, bool) {
+	reason := "rate"
+	if throttled {
+		reason = "throttled"
+	}
 	if ahead, ok := p.rising(source, now, cur, demand); ok {
-		demand, reason = ahead, "throttled, rising"
+		demand, reason = ahead, reason+", rising"
 	}
 	d := Decision{Demand: max(demand.Table, demand.GSI)}
 	d.To = last
@@ -370,50 +394,12 @@ func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardma
 	return out, out != demand
 }
 
-// view is a window read for a decision: its halves, its sum, and how long
-// it spans.
+// view is a window read for a decision: its sum, and how long it spans.
 type view struct {
-	older, newer, sum Sample
+	sum Sample
 	// slots with samples, oldest first, for the event-time progress
 	seen []slot
 	secs float64
-}
-
-// Decide says whether source needs more shards than last, the counts of
-// the source's last scheduled step (which may not have taken effect yet),
-// given what was observed while cur, the counts in effect now, held.
-func (p *Policy) Decide(source string, now time.Time, cur, last Counts) (Decision, bool) {
-	v, ok := p.view(source, now, cur)
-	if !ok {
-		return Decision{}, false
-	}
-	d := Decision{Rate: v.sum.WCU / v.secs, GSIRate: v.sum.GSIWCU / v.secs,
-		Throttled: float64(v.sum.Throttled) / float64(v.sum.Items)}
-	// A throttled source is for Measure and ForDemand: what one writer
-	// sees of it is its share, and the writers' sum decides. The rate rule
-	// is for a source not yet throttled, with no raise pending.
-	if cur != last || v.sum.Throttled >= p.or(p.MinThrottled, DefaultMinThrottled) && d.Throttled >= ThrottleShare {
-		return Decision{}, false
-	}
-	over := p.over(v.seen, v.sum)
-	need, cover := p.rateNeed(v, d, over)
-	reason := "rate"
-	// An index the last step covers is left as it is; the others rise to
-	// what they need.
-	d.To, d.Cover = last, cover
-	if cover.Shards > last.Shards {
-		d.To.Shards = p.clamp(max(need.Shards, last.Shards+1))
-	}
-	if cover.GSIShards > last.GSIShards {
-		d.To.GSIShards = p.clamp(max(need.GSIShards, last.GSIShards+1))
-	}
-	d.To = Counts{max(d.To.Shards, last.Shards), max(d.To.GSIShards, last.GSIShards)}
-	if d.To == last {
-		return Decision{}, false
-	}
-	d.Reason = fmt.Sprintf("%s: %.0f WCU/s base, %.0f WCU/s GSI, %.1f%% throttled over %.0fs under %d/%d shards",
-		reason, d.Rate, d.GSIRate, 100*d.Throttled, v.secs, cur.Shards, cur.GSIShards)
-	return d, true
 }
 
 // view reads source's window under cur as of now; ok is false when it
@@ -426,20 +412,13 @@ func (p *Policy) view(source string, now time.Time, cur Counts) (v view, ok bool
 		return v, false
 	}
 	oldest := now.Unix() - int64(len(w.slots)) + 1
-	mid := oldest + int64(len(w.slots))/2
 	for _, sl := range w.slots {
-		switch {
-		case sl.sec >= mid && sl.sec <= now.Unix():
-			v.newer.add(sl.Sample)
-		case sl.sec >= oldest && sl.sec < mid:
-			v.older.add(sl.Sample)
-		default:
+		if sl.sec < oldest || sl.sec > now.Unix() {
 			continue
 		}
+		v.sum.add(sl.Sample)
 		v.seen = append(v.seen, sl)
 	}
-	v.sum = v.older
-	v.sum.add(v.newer)
 	if v.sum.Items < p.or(p.MinItems, DefaultMinItems) {
 		return v, false
 	}
@@ -452,67 +431,6 @@ func (p *Policy) view(source string, now time.Time, cur Counts) (v view, ok bool
 	// counts if that is shorter, and at least a second.
 	v.secs = max(1, min(p.window().Seconds(), now.Sub(w.start).Seconds()+1))
 	return v, true
-}
-
-// rateNeed is what the source's demand needs, before any throttling: the
-// write units a second that arrive (for items delivered in arrival order,
-// what the writer got through per second of event time, not the rate its
-// keys took while a backlog drained), or, for a clear rise, the rate it is
-// heading for when a raise decided now would start (shardmap.Lead). Cover
-// is the keys that carry that at the ceiling: a source below them needs no
-// raise, however close it runs. Need is the keys that carry it at the
-// target utilisation, what a raise asks for.
-func (p *Policy) rateNeed(v view, d Decision, over float64) (need, cover Counts) {
-	half := p.slots() / 2
-	if !v.sum.Latest.IsZero() && (over > MinOver || over < 1/MinOver) {
-		// A writer behind, or draining a backlog, sees what its keys
-		// take, not the source's rate: for Measure, or for nobody.
-		return Counts{}, Counts{}
-	}
-	demand := over * d.Rate
-	if a, ok := p.arrival(v.seen, half); ok {
-		demand = a
-	} else if !v.sum.Latest.IsZero() {
-		// Items delivered in order whose arrival does not show yet: what
-		// their keys take may be a backlog draining, not the demand.
-		return Counts{}, Counts{}
-	}
-	r0, r1 := p.halves(v)
-	demand = max(demand, p.ahead(v.secs, r0, r1)*r1)
-	dn, dg := demand, demand
-	if v.sum.WCU > 0 {
-		dg = demand * v.sum.GSIWCU / v.sum.WCU
-	}
-	return Counts{p.need(dn), p.need(dg)}, Counts{p.atCeiling(dn), p.atCeiling(dg)}
-}
-
-// halves is the source's rate in each half of the window: what arrived,
-// for items delivered in arrival order (0, 0 when a half does not show
-// it: a rise is not read from two different measures), else what its
-// keys took.
-func (p *Policy) halves(v view) (older, newer float64) {
-	half := p.slots() / 2
-	if half < 1 || len(v.seen) == 0 {
-		return 0, 0
-	}
-	mid := v.seen[len(v.seen)-1].sec - int64(half) + 1
-	var o, n []slot
-	for _, sl := range v.seen {
-		if sl.sec < mid {
-			o = append(o, sl)
-		} else {
-			n = append(n, sl)
-		}
-	}
-	if !v.sum.Latest.IsZero() {
-		a0, ok0 := p.arrival(o, max(1, half/2))
-		a1, ok1 := p.arrival(n, max(1, half/2))
-		if !ok0 || !ok1 {
-			return 0, 0
-		}
-		return a0, a1
-	}
-	return max(v.older.WCU, v.older.GSIWCU) / float64(half), max(v.newer.WCU, v.newer.GSIWCU) / float64(half)
 }
 
 // over is how many times faster than it is stored a source's traffic
@@ -545,35 +463,6 @@ func (p *Policy) over(seen []slot, sum Sample) float64 {
 		return MaxOver
 	}
 	return bound(float64(sum.Items) / float64(sum.Stored))
-}
-
-// ahead is the factor by which the rate is heading to grow by the time a
-// raise decided now would start: the growth from r0, the older half of the
-// window's rate, to r1, the newer's, extrapolated linearly over the
-// horizon, between 1 and MaxGrowth. Only a full window counts, only a
-// source past a quarter of a key's ceiling, and only a clear rise (half as
-// much again from one half of the window to the other): extrapolating
-// eight minutes ahead turns small wobbles into large counts.
-func (p *Policy) ahead(secs, r0, r1 float64) float64 {
-	if secs < float64(p.slots()) || p.slots()/2 < 1 {
-		return 1
-	}
-	if r0 <= 0 || r1 < 1.5*r0 || r1 < p.keyWCU()/4 {
-		return 1
-	}
-	return p.extrapolate(r0, r1) / r1
-}
-
-// extrapolate continues the change from v0, over the window's older half,
-// to v1, over its newer half, linearly to the horizon: at most MaxGrowth
-// times v1.
-func (p *Policy) extrapolate(v0, v1 float64) float64 {
-	half := float64(p.slots() / 2)
-	horizon := p.Horizon
-	if horizon <= 0 {
-		horizon = DefaultHorizon
-	}
-	return min(MaxGrowth*v1, v1+(v1-v0)/half*horizon.Seconds())
 }
 
 // need is the keys that take rate write units a second at the target

@@ -41,26 +41,44 @@ func stream(p *Policy, src string, from time.Time, secs int, stored, throttled, 
 	return from.Add(time.Duration(secs-1) * time.Second)
 }
 
+// TestQuietSourceIsLeftAlone: 40 WCU/s on 4/1 shards is not worth a
+// report; 100 WCU/s is reported, and its sum asks for nothing.
 func TestQuietSourceIsLeftAlone(t *testing.T) {
 	var p Policy
 	cur := Counts{4, 1}
-	now := feed(&p, "q", t0, 30, 100, 0, cur)
-	if d, ok := p.Decide("q", now, cur, cur); ok {
-		t.Fatalf("100 events/s on 4/1 shards raised: %+v", d)
+	now := feed(&p, "q", t0, 30, 40, 0, cur)
+	if m, ok := p.Measure("q", now, cur); ok {
+		t.Fatalf("40 WCU/s on 4/1 shards measured: %+v", m)
 	}
-	if d, ok := p.Decide("other", now, cur, cur); ok {
-		t.Fatalf("an unseen source raised: %+v", d)
+	if m, ok := p.Measure("other", now, cur); ok {
+		t.Fatalf("an unseen source measured: %+v", m)
+	}
+	now = feed(&p, "q", now.Add(time.Second), 10, 100, 0, cur)
+	m, ok := p.Measure("q", now, cur)
+	if !ok || m.Throttled || m.GSI < 95 || m.GSI > 105 {
+		t.Fatalf("100 WCU/s: measured %+v %v", m, ok)
+	}
+	if d, ok := p.ForDemand("q", now, cur, cur, m.Rates, 1, false); ok {
+		t.Fatalf("100 WCU/s on 4/1 shards raised: %+v", d)
 	}
 }
 
 // TestASteadySourceUnderItsKeysIsLeftAlone: 600 WCU/s on one GSI key,
-// 60 % of it, steady: nothing to raise until it rises or throttles.
+// 60 % of it, steady: measured every half window, nothing to raise until
+// it rises or throttles.
 func TestASteadySourceUnderItsKeysIsLeftAlone(t *testing.T) {
 	var p Policy
 	cur := Counts{4, 1}
 	now := feed(&p, "s", t0, 10, 600, 0, cur)
-	if d, ok := p.Decide("s", now, cur, cur); ok {
-		t.Fatalf("600 WCU/s on one GSI key raised: %+v", d)
+	for range 4 {
+		m, ok := p.Measure("s", now, cur)
+		if !ok {
+			t.Fatalf("600 WCU/s on one GSI key not measured")
+		}
+		if d, ok := p.ForDemand("s", now, cur, cur, m.Rates, 1, false); ok {
+			t.Fatalf("600 WCU/s on one GSI key raised: %+v", d)
+		}
+		now = feed(&p, "s", now.Add(time.Second), 5, 600, 0, cur)
 	}
 }
 
@@ -75,8 +93,8 @@ func measureAll(t *testing.T, n int, secs int, stored, progress float64, cur Cou
 		p := &Policy{KeyWCU: 250}
 		now := stream(p, "s", t0, secs, stored/float64(n), 0.05, progress, cur)
 		own, ok := p.Measure("s", now, cur)
-		if !ok {
-			t.Fatalf("a throttled writer measured nothing")
+		if !ok || !own.Throttled {
+			t.Fatalf("a throttled writer measured %+v %v", own, ok)
 		}
 		if _, again := p.Measure("s", now, cur); again {
 			t.Fatalf("measured twice at once")
@@ -93,29 +111,26 @@ func measureAll(t *testing.T, n int, secs int, stored, progress float64, cur Cou
 // between them and get through a second of events every 2.9 seconds: each
 // measures a quarter of 720. Their sum is over the GSI's key, three times,
 // and under the table's keys: the GSI rises to 5 keys (720 at 70 %), the
-// table stays. A throttled source is not for the rate rule.
+// table stays.
 func TestThrottlingRaisesTheIndexOverItsKeys(t *testing.T) {
 	cur := Counts{4, 1}
 	sum, ps := measureAll(t, 4, 20, 250, 250.0/720, cur)
 	if sum.Table < 700 || sum.Table > 740 || sum.GSI != sum.Table {
 		t.Fatalf("measured %+v, want about 720 WCU/s each", sum)
 	}
-	d, ok := ps[0].ForDemand("s", t0, cur, cur, sum, 4)
+	d, ok := ps[0].ForDemand("s", t0, cur, cur, sum, 4, true)
 	if !ok || d.To != (Counts{4, 5}) || d.Cover != (Counts{0, 3}) {
 		t.Fatalf("decision %+v %v: want the GSI raised to 5 (3 at the ceiling), the table left", d, ok)
 	}
 	if !strings.HasPrefix(d.Reason, "throttled: 4 writers") {
 		t.Fatalf("reason %q", d.Reason)
 	}
-	if d, ok := ps[0].Decide("s", t0.Add(19*time.Second), cur, cur); ok {
-		t.Fatalf("the rate rule raised a throttled source: %+v", d)
-	}
 	// A blip is not a signal.
 	var q Policy
 	now := feed(&q, "s", t0, 20, 100, 0, Counts{4, 1})
 	q.Observe("s", now, Counts{4, 1}, Sample{Items: 1, WCU: 1, GSIWCU: 1, Throttled: 1})
-	if _, ok := q.Measure("s", now, Counts{4, 1}); ok {
-		t.Fatalf("one throttled item measured")
+	if m, ok := q.Measure("s", now, Counts{4, 1}); ok && m.Throttled {
+		t.Fatalf("one throttled item measured as throttling: %+v", m)
 	}
 }
 
@@ -126,33 +141,36 @@ func TestThrottlingRaisesTheIndexOverItsKeys(t *testing.T) {
 func TestAPendingRaiseStopsTheNext(t *testing.T) {
 	p := &Policy{KeyWCU: 250}
 	cur, pending := Counts{4, 1}, Counts{4, 5}
-	if d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 720, GSI: 720}, 4); ok {
+	if d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 720, GSI: 720}, 4, true); ok {
 		t.Fatalf("720 WCU/s with %+v pending: raised to %+v", pending, d.To)
 	}
 	// 2,400 WCU/s: over the table's 4 keys, not twice over the 5 GSI keys
 	// pending: the table alone.
-	if d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 2400, GSI: 2400}, 4); !ok || d.To != (Counts{14, 5}) {
+	if d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 2400, GSI: 2400}, 4, true); !ok || d.To != (Counts{14, 5}) {
 		t.Fatalf("2,400 WCU/s with %+v pending: %+v %v, want the table at 14", pending, d, ok)
 	}
-	d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 3000, GSI: 3000}, 4)
+	d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 3000, GSI: 3000}, 4, true)
 	if !ok || d.To != (Counts{18, 18}) {
 		t.Fatalf("3,000 WCU/s with %+v pending: %+v %v, want both at 18", pending, d, ok)
 	}
 }
 
-// TestDrainingABacklogIsNotMeasured: after the GSI was spread, the
-// backlog drains at the table keys' ceiling and they throttle; but the
-// writer gets through events faster than they arrive, so it does not
-// measure the source as over its keys, and its rate, that of a drain, is
-// not its demand.
-func TestDrainingABacklogIsNotMeasured(t *testing.T) {
+// TestDrainingABacklogIsMeasuredByItsArrival: after the GSI was spread,
+// the backlog drains at the table keys' ceiling and they throttle; but
+// the writer gets through events faster than they arrive, so it measures
+// the rate they arrived at (a quarter of 720), not the rate it drains at
+// (250), and the four writers' sum, under the raised keys, asks for
+// nothing more.
+func TestDrainingABacklogIsMeasuredByItsArrival(t *testing.T) {
 	p := Policy{KeyWCU: 250}
 	cur := Counts{4, 5}
 	now := stream(&p, "s", t0, 20, 250, 0.08, 1000.0/720, cur)
-	if own, ok := p.Measure("s", now, cur); ok {
-		t.Fatalf("a draining writer measured %+v", own)
+	m, ok := p.Measure("s", now, cur)
+	if !ok || m.GSI < 170 || m.GSI > 190 {
+		t.Fatalf("a draining writer measured %+v %v, want about 180 WCU/s", m, ok)
 	}
-	if d, ok := p.Decide("s", now, cur, cur); ok {
+	sum := shardmap.Rates{Table: 4 * m.Table, GSI: 4 * m.GSI}
+	if d, ok := p.ForDemand("s", now, cur, cur, sum, 4, m.Throttled); ok {
 		t.Fatalf("draining a backlog raised: %+v", d)
 	}
 }
@@ -169,7 +187,7 @@ func TestRequestsLeftUnstoredImplyTheDemand(t *testing.T) {
 			Sample{Items: 720, Stored: 240, WCU: 240, GSIWCU: 240, Throttled: 12})
 	}
 	own, ok := p.Measure("s", t0.Add(19*time.Second), cur)
-	if !ok || own.GSI < 700 || own.GSI > 740 {
+	if !ok || !own.Throttled || own.GSI < 700 || own.GSI > 740 {
 		t.Fatalf("measured %+v %v, want about 720 WCU/s", own, ok)
 	}
 }
@@ -181,9 +199,9 @@ func TestSamplesUnderOldCountsAreForgotten(t *testing.T) {
 	raised := Counts{4, 4}
 	// The raise took effect: the throttling seen before it must not raise
 	// again, and a few quiet seconds under the new counts decide nothing.
-	now = feed(&p, "s", now.Add(time.Second), 2, 30, 0, raised)
-	if d, ok := p.Decide("s", now, raised, raised); ok {
-		t.Fatalf("raised on samples from before the raise: %+v", d)
+	now = feed(&p, "s", now.Add(time.Second), 2, 900, 0, raised)
+	if m, ok := p.Measure("s", now, raised); ok {
+		t.Fatalf("measured on samples from before the raise: %+v", m)
 	}
 }
 
@@ -191,11 +209,11 @@ func TestSamplesUnderOldCountsAreForgotten(t *testing.T) {
 // at Max.
 func TestRaisesAreBounded(t *testing.T) {
 	p := Policy{Max: 64}
-	d, ok := p.ForDemand("s", t0, Counts{4, 1}, Counts{4, 1}, shardmap.Rates{Table: 1e6, GSI: 1e6}, 100)
+	d, ok := p.ForDemand("s", t0, Counts{4, 1}, Counts{4, 1}, shardmap.Rates{Table: 1e6, GSI: 1e6}, 100, true)
 	if !ok || d.To != (Counts{64, 64}) {
 		t.Fatalf("%+v %v, want the maximum", d, ok)
 	}
-	if d, ok := p.ForDemand("s", t0, Counts{64, 64}, Counts{64, 64}, shardmap.Rates{Table: 1e6, GSI: 1e6}, 100); ok {
+	if d, ok := p.ForDemand("s", t0, Counts{64, 64}, Counts{64, 64}, shardmap.Rates{Table: 1e6, GSI: 1e6}, 100, true); ok {
 		t.Fatalf("raised past the maximum: %+v", d)
 	}
 }
@@ -209,33 +227,66 @@ func TestForget(t *testing.T) {
 	}
 }
 
-// TestRisingRatePlansForWhenTheRaiseStarts: a source rising by 5,000
-// events/s a minute is planned for at the rate it will have when a raise
-// decided now takes effect, not at twice the rate of now.
+// TestRisingRatePlansForWhenTheRaiseStarts: a source rising by 2,400
+// events/s a minute, sent through four writers that each see a quarter of
+// it and none throttled yet, is planned for at the rate it will have when
+// a raise decided now takes effect, not at the rate of now, and not at the
+// quarter one writer sees. A flat source at the same rate is under its
+// key: left alone.
 func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
-	var p Policy
 	cur := Counts{4, 1}
-	now := t0
-	for s := range 10 {
-		now = t0.Add(time.Duration(s) * time.Second)
-		n := 100 + 83*s // events a second, rising 83 a second
-		p.Observe("r", now, cur, Sample{Items: n, Stored: n, WCU: float64(n), GSIWCU: float64(n)})
-	}
-	d, ok := p.Decide("r", now, cur, cur)
-	if !ok {
-		t.Fatal("a rising source was not raised")
-	}
-	// In 8 minutes the rate is about 40,000 WCU/s: 58 keys at 70%.
-	if d.To.Shards < 40 || d.To.GSIShards < 40 {
-		t.Fatalf("raise to %+v: planned for now, not for the rate ahead", d.To)
-	}
-	// A flat source at the same rate is under its key: left alone.
-	var q Policy
-	for s := range 10 {
-		q.Observe("f", t0.Add(time.Duration(s)*time.Second), cur, Sample{Items: 800, Stored: 800, WCU: 800, GSIWCU: 800})
-	}
-	if d, ok := q.Decide("f", t0.Add(9*time.Second), cur, cur); ok {
-		t.Fatalf("flat 800 WCU/s: %+v %v", d, ok)
+	for _, c := range []struct {
+		name   string
+		rising bool
+	}{{"r", true}, {"f", false}} {
+		ps := []*Policy{{}, {}, {}, {}}
+		var d Decision
+		var raised bool
+		for s := range 41 {
+			now := t0.Add(time.Duration(s) * time.Second)
+			n := 800 // events a second, the four writers together
+			if c.rising {
+				n = 40 * s // rising 40 a second
+			}
+			for _, p := range ps {
+				p.Observe(c.name, now, cur, Sample{Items: n / 4, Stored: n / 4, WCU: float64(n / 4), GSIWCU: float64(n / 4)})
+			}
+			if s%10 != 9 {
+				continue
+			}
+			var sum shardmap.Rates
+			n = 0
+			for _, p := range ps {
+				m, ok := p.Measure(c.name, now, cur)
+				if m.Throttled {
+					t.Fatalf("%s at %ds: a writer measured %+v throttled", c.name, s, m)
+				}
+				if ok {
+					sum.Table += m.Table
+					sum.GSI += m.GSI
+					n++
+				}
+			}
+			if n == 0 {
+				continue // under ReportShare of its key: 45 WCU/s a writer at 9 s
+			}
+			d, raised = ps[0].ForDemand(c.name, now, cur, cur, sum, n, false)
+			if raised {
+				break
+			}
+		}
+		switch {
+		case !c.rising && raised:
+			t.Fatalf("flat 800 WCU/s: %+v", d)
+		case !c.rising:
+		case !raised:
+			t.Fatal("a rising source was not raised")
+		case !strings.HasPrefix(d.Reason, "rate, rising: 4 writers"):
+			t.Fatalf("reason %q", d.Reason)
+		case d.To.Shards < 25 || d.To.GSIShards < 25:
+			// In 8 minutes the rate is about 20,000 WCU/s: 29 keys at 70%.
+			t.Fatalf("raise to %+v: planned for now, not for the rate ahead", d.To)
+		}
 	}
 }
 
@@ -246,19 +297,19 @@ func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
 func TestASummedRiseIsPlannedFor(t *testing.T) {
 	p := &Policy{KeyWCU: 1000}
 	cur := Counts{4, 1}
-	p.ForDemand("r", t0.Add(-10*time.Second), cur, cur, shardmap.Rates{Table: 1100, GSI: 1100}, 8)
-	if d, ok := p.ForDemand("r", t0, cur, cur, shardmap.Rates{Table: 1500, GSI: 1500}, 8); !ok || d.To != (Counts{4, 3}) {
+	p.ForDemand("r", t0.Add(-10*time.Second), cur, cur, shardmap.Rates{Table: 1100, GSI: 1100}, 8, true)
+	if d, ok := p.ForDemand("r", t0, cur, cur, shardmap.Rates{Table: 1500, GSI: 1500}, 8, true); !ok || d.To != (Counts{4, 3}) {
 		t.Fatalf("1,500 WCU/s: %+v %v, want the GSI at 3", d, ok)
 	}
-	d, ok := p.ForDemand("r", t0.Add(10*time.Second), cur, cur, shardmap.Rates{Table: 2000, GSI: 2000}, 8)
+	d, ok := p.ForDemand("r", t0.Add(10*time.Second), cur, cur, shardmap.Rates{Table: 2000, GSI: 2000}, 8, true)
 	// (A sum half a window on is too soon to tell: the older one stays.)
 	if !ok || !strings.HasPrefix(d.Reason, "throttled, rising") || d.Demand < 20000 {
 		t.Fatalf("rising to 2,000 WCU/s: %+v %v, want planned for about 26,000", d, ok)
 	}
 	q := &Policy{KeyWCU: 1000}
-	q.ForDemand("f", t0.Add(-10*time.Second), cur, cur, shardmap.Rates{Table: 500, GSI: 500}, 8)
-	q.ForDemand("f", t0, cur, cur, shardmap.Rates{Table: 1500, GSI: 1500}, 8)
-	if d, ok := q.ForDemand("f", t0.Add(10*time.Second), cur, cur, shardmap.Rates{Table: 1600, GSI: 1600}, 8); !ok || d.Demand != 1600 {
+	q.ForDemand("f", t0.Add(-10*time.Second), cur, cur, shardmap.Rates{Table: 500, GSI: 500}, 8, true)
+	q.ForDemand("f", t0, cur, cur, shardmap.Rates{Table: 1500, GSI: 1500}, 8, true)
+	if d, ok := q.ForDemand("f", t0.Add(10*time.Second), cur, cur, shardmap.Rates{Table: 1600, GSI: 1600}, 8, true); !ok || d.Demand != 1600 {
 		t.Fatalf("a step, then steady: %+v %v", d, ok)
 	}
 }

@@ -85,9 +85,8 @@ type Raise struct {
 // fake.
 type decider interface {
 	Observe(source string, now time.Time, cur adapt.Counts, s adapt.Sample)
-	Decide(source string, now time.Time, cur, last adapt.Counts) (adapt.Decision, bool)
-	Measure(source string, now time.Time, cur adapt.Counts) (shardmap.Rates, bool)
-	ForDemand(source string, now time.Time, cur, last adapt.Counts, demand shardmap.Rates, writers int) (adapt.Decision, bool)
+	Measure(source string, now time.Time, cur adapt.Counts) (adapt.Measured, bool)
+	ForDemand(source string, now time.Time, cur, last adapt.Counts, demand shardmap.Rates, writers int, throttled bool) (adapt.Decision, bool)
 }
 
 // writer is one writer container: its policy, and its registry, which
@@ -202,11 +201,11 @@ func (st *adaptive) observe(source string, t time.Time, b batch, wcu, throttled 
 		return
 	}
 	cur, last := adapt.Of(shardmap.InEffect(sched, dayStart(t), t, t)), adapt.Of(sched.Last())
-	d, ok := b.w.policy.Decide(source, t, cur, last)
-	if own, measured := b.w.policy.Measure(source, t, cur); measured {
-		d, ok = st.forDemand(b.w, source, t, cur, last, own)
+	own, measured := b.w.policy.Measure(source, t, cur)
+	if !measured {
+		return
 	}
-	if ok {
+	if d, ok := st.forDemand(b.w, source, t, cur, last, own); ok {
 		st.raise(b.w, source, t, d.To, d.Cover, d.Reason)
 	}
 }
@@ -214,14 +213,14 @@ func (st *adaptive) observe(source string, t time.Time, b batch, wcu, throttled 
 // forDemand reports w's measure of source and decides on the writers'
 // sum, as the ingest function does: from a writer's second report on, on
 // the reports of the last two windows.
-func (st *adaptive) forDemand(w *writer, source string, t time.Time, cur, last adapt.Counts, own shardmap.Rates) (adapt.Decision, bool) {
+func (st *adaptive) forDemand(w *writer, source string, t time.Time, cur, last adapt.Counts, own adapt.Measured) (adapt.Decision, bool) {
 	rs := st.reports[source]
 	if rs == nil {
 		rs = map[*writer]report{}
 		st.reports[source] = rs
 	}
 	prev, again := rs[w]
-	rs[w] = report{t, own}
+	rs[w] = report{t, own.Rates}
 	fresh := 2 * adapt.DefaultWindow
 	if !again || t.Sub(prev.at) > fresh {
 		return adapt.Decision{}, false
@@ -235,7 +234,7 @@ func (st *adaptive) forDemand(w *writer, source string, t time.Time, cur, last a
 			n++
 		}
 	}
-	return w.policy.ForDemand(source, t, cur, last, sum, n)
+	return w.policy.ForDemand(source, t, cur, last, sum, n, own.Throttled)
 }
 
 // raise records, as w's registry records it, that source needs the counts

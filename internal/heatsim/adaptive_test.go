@@ -210,12 +210,9 @@ func TestWritersSplitTheRate(t *testing.T) {
 type recorder struct{ s adapt.Sample }
 
 func (r *recorder) Observe(_ string, _ time.Time, _ adapt.Counts, s adapt.Sample) { r.s = s }
-func (r *recorder) Decide(string, time.Time, adapt.Counts, adapt.Counts) (adapt.Decision, bool) {
-	return adapt.Decision{}, false
+func (r *recorder) Measure(string, time.Time, adapt.Counts) (adapt.Measured, bool) {
+	return adapt.Measured{}, false
 }
-func (r *recorder) Measure(string, time.Time, adapt.Counts) (shardmap.Rates, bool) {
-	return shardmap.Rates{}, false
-}
-func (r *recorder) ForDemand(string, time.Time, adapt.Counts, adapt.Counts, shardmap.Rates, int) (adapt.Decision, bool) {
+func (r *recorder) ForDemand(string, time.Time, adapt.Counts, adapt.Counts, shardmap.Rates, int, bool) (adapt.Decision, bool) {
 	return adapt.Decision{}, false
 }

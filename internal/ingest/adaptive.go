@@ -178,33 +178,35 @@ func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 }
 
 // decide asks the policy whether stream needs a raise. A source that
-// throttles is measured, the measure reported beside the day's shard
-// record with the other writers' (shardmap.Demand), and decided on their
-// sum from this writer's second report on: each writer sees only its
-// share, and the others need as long as it to report theirs. A failed
-// report is logged and the decision left for a later batch.
+// throttles, or runs near its keys, is measured, the measure reported
+// beside the day's shard record with the other writers' (shardmap.Demand),
+// and decided on their sum from this writer's second report on: each
+// writer sees only its share (a source spread over four Kinesis shards
+// looks a quarter as hot to each), and the others need as long as it to
+// report theirs. A failed report is logged and the decision left for a
+// later batch.
 func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key string, now time.Time, cur, last adapt.Counts) (adapt.Decision, bool) {
 	own, ok := h.policy.Measure(key, now, cur)
 	if !ok {
-		return h.policy.Decide(key, now, cur, last)
+		return adapt.Decision{}, false
 	}
 	// A writer is a container's view of a source through one shard.
 	writerID := h.writerID
 	if i := strings.IndexByte(key, 0); i >= 0 {
 		writerID += "/" + key[i+1:]
 	}
-	sum, err := h.demand.Report(ctx, s, day, writerID, own, now)
+	sum, err := h.demand.Report(ctx, s, day, writerID, own.Rates, now)
 	if err != nil {
 		h.log.Warn("adaptive sharding: report demand", slog.String("event_source", s.Source), slog.String("error", err.Error()))
 		return adapt.Decision{}, false
 	}
 	h.log.Debug("adaptive sharding: demand reported", slog.String("event_source", s.Source),
-		slog.Float64("wcu", own.Table), slog.Float64("gsi_wcu", own.GSI),
+		slog.Float64("wcu", own.Table), slog.Float64("gsi_wcu", own.GSI), slog.Bool("throttled", own.Throttled),
 		slog.Float64("sum_wcu", sum.Table), slog.Float64("sum_gsi_wcu", sum.GSI), slog.Int("writers", sum.Writers))
 	if !sum.Again {
 		return adapt.Decision{}, false
 	}
-	return h.policy.ForDemand(s.Source, now, cur, last, sum.Rates, sum.Writers)
+	return h.policy.ForDemand(s.Source, now, cur, last, sum.Rates, sum.Writers, own.Throttled)
 }
 
 // itemWCU is what writing it costs (item.WriteUnits). The GSI copy of an
