@@ -52,9 +52,9 @@ import (
 func TestAdaptiveShardingUnderARamp(t *testing.T) {
 	const (
 		scale   = 250.0 // traffic and key ceilings, this many times smaller than life
-		speed   = 30.0   // simulated seconds per wall-clock second
+		speed   = 30.0  // simulated seconds per wall-clock second
 		source  = "ramp"
-		from    = 100.0    // events a second (at life size) at the start
+		from    = 100.0   // events a second (at life size) at the start
 		to      = 5_000.0 // and from the end of the ramp on
 		rampFor = 10 * time.Minute
 		midway  = 12 * time.Minute // when the reads during the ramp happen
