@@ -55,6 +55,9 @@ bench: deps java
 	$(BENCHSTAT) bench/results/handler-baseline.txt bench/results/handler.txt | tee bench/results/handler-benchstat.txt
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/cloudevent ./internal/query ./pkg/... \
 	  | grep -E '^(Benchmark|ok)' | tee bench/results/micro.txt
+	@echo "retry amplification: four writers 2.7x over one key of the partition model, paced and blind:"
+	$(GO) test -run '^$$' -bench 'RetryAmplification' -benchtime 3x ./internal/writer \
+	  | grep -E '^(goos|goarch|pkg|cpu|Benchmark)' | tee bench/results/retry.txt
 	$(GO) run ./cmd/shardline bench -out bench/results
 
 CDK := tools/node_modules/.bin/cdk --no-notices

@@ -164,58 +164,14 @@ func TestWriteInOrderRetriesTheHeadFirst(t *testing.T) {
 // finish. Paced, they are refused at most once per item stored; re-sending
 // blind, in the same run, several times as often.
 func TestPacedWritersDoNotHammer(t *testing.T) {
-	const (
-		ceiling   = 150 // write units a second on the hot key
-		perWriter = 100 // items of a write unit each: 2.7 seconds of the key for four
-	)
 	endpoint := testdb.Endpoint(t)
 	amplification := map[bool]float64{}
 	for _, paced := range []bool{false, true} {
-		table := testdb.Table(t)
-		proxy := faultproxy.For(t, endpoint)
-		model := &faultproxy.Partitions{WCU: ceiling, Keys: []string{schema.PK}}
-		proxy.SetRule(model.Rule())
-		var sent, refused, stored atomic.Int64
-		var wg sync.WaitGroup
-		for wr := range 4 {
-			w := &Writer{Client: testdb.Client(t, proxy.URL), Table: table, Concurrency: 4}
-			if paced {
-				w.Pacer = &pace.Pacer{KeyWCU: ceiling}
-			}
-			var items []item.Item
-			for i := range perWriter {
-				items = append(items, mk("hot", fmt.Sprintf("w%d-%03d", wr, i), "v"))
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for round := 0; len(items) > 0; round++ {
-					if round == 200 {
-						t.Errorf("writer %d: %d items left after %d deliveries", wr, len(items), round)
-						return
-					}
-					ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-					res := w.WriteInOrder(ctx, items)
-					cancel()
-					sent.Add(int64(res.Sent))
-					refused.Add(int64(res.Refused))
-					stored.Add(int64(res.Count(Stored)))
-					// Kinesis delivers again from the first record not stored.
-					if i := slices.Index(res.Status, Failed); i >= 0 {
-						items = items[i:]
-					} else {
-						items = nil
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		// Per distinct item: a delivery again counts an item stored
-		// before it once more.
-		amplification[paced] = float64(refused.Load()) / (4 * perWriter)
+		h := hammer(t, endpoint, paced)
+		amplification[paced] = h.perItem()
 		t.Logf("paced %v: %d sent, %d refused (%.0f%%), %d stored counting deliveries again: %.2f refused per item",
-			paced, sent.Load(), refused.Load(), 100*float64(refused.Load())/float64(sent.Load()), stored.Load(), amplification[paced])
-		if model.Throttled.Load() == 0 {
+			paced, h.sent, h.refused, 100*float64(h.refused)/float64(h.sent), h.stored, h.perItem())
+		if h.throttled == 0 {
 			t.Fatalf("paced %v: the model throttled nothing", paced)
 		}
 	}
@@ -225,4 +181,90 @@ func TestPacedWritersDoNotHammer(t *testing.T) {
 	if amplification[true] > amplification[false]/2 {
 		t.Errorf("paced: %.2f throttled attempts per item stored, not half of re-sending blind (%.2f)", amplification[true], amplification[false])
 	}
+}
+
+// BenchmarkRetryAmplification is TestPacedWritersDoNotHammer's overload
+// as a figure for make bench: throttled attempts per item written, paced
+// and re-sending blind, in the same run. Each iteration is one whole
+// overload; ns/op is its wall time, which says little.
+func BenchmarkRetryAmplification(b *testing.B) {
+	endpoint := testdb.Endpoint(b)
+	for _, paced := range []bool{false, true} {
+		name := "blind"
+		if paced {
+			name = "paced"
+		}
+		b.Run(name, func(b *testing.B) {
+			var refused, sent, items float64
+			for b.Loop() {
+				h := hammer(b, endpoint, paced)
+				refused += float64(h.refused)
+				sent += float64(h.sent)
+				items += float64(h.items)
+			}
+			b.ReportMetric(refused/items, "throttled/item")
+			b.ReportMetric(100*refused/sent, "%throttled")
+		})
+	}
+}
+
+// hammered is what one overload of a hot key showed.
+type hammered struct {
+	items, sent, refused, stored, throttled int64
+}
+
+// perItem is the throttled attempts per distinct item written: a
+// delivery again counts an item stored before it once more.
+func (h hammered) perItem() float64 { return float64(h.refused) / float64(h.items) }
+
+// hammer runs four writers at once, as four Lambda containers on four
+// Kinesis shards, each delivering 100 one-unit items to one key of the
+// partition model with a ceiling of 150 WCU/s (2.7 seconds of the key for
+// all four), in order, Kinesis-style: each delivery again starts at the
+// first item not stored.
+func hammer(t testing.TB, endpoint string, paced bool) hammered {
+	const (
+		ceiling   = 150 // write units a second on the hot key
+		perWriter = 100
+	)
+	table := testdb.Table(t)
+	proxy := faultproxy.For(t, endpoint)
+	model := &faultproxy.Partitions{WCU: ceiling, Keys: []string{schema.PK}}
+	proxy.SetRule(model.Rule())
+	var sent, refused, stored atomic.Int64
+	var wg sync.WaitGroup
+	for wr := range 4 {
+		w := &Writer{Client: testdb.Client(t, proxy.URL), Table: table, Concurrency: 4}
+		if paced {
+			w.Pacer = &pace.Pacer{KeyWCU: ceiling}
+		}
+		var items []item.Item
+		for i := range perWriter {
+			items = append(items, mk("hot", fmt.Sprintf("w%d-%03d", wr, i), "v"))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := 0; len(items) > 0; round++ {
+				if round == 200 {
+					t.Errorf("writer %d: %d items left after %d deliveries", wr, len(items), round)
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				res := w.WriteInOrder(ctx, items)
+				cancel()
+				sent.Add(int64(res.Sent))
+				refused.Add(int64(res.Refused))
+				stored.Add(int64(res.Count(Stored)))
+				// Kinesis delivers again from the first record not stored.
+				if i := slices.Index(res.Status, Failed); i >= 0 {
+					items = items[i:]
+				} else {
+					items = nil
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return hammered{items: 4 * perWriter, sent: sent.Load(), refused: refused.Load(), stored: stored.Load(), throttled: model.Throttled.Load()}
 }
