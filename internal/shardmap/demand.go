@@ -35,9 +35,10 @@ type Rates struct {
 // of their reports. A report is one UpdateItem of one small item per
 // (stream, day), whose answer (ReturnValues ALL_NEW) holds every writer's
 // latest report: the sum costs no read. Writers report only while a
-// source throttles and a raise is in question, at most once per decision
-// window each, so the item stays cool (see docs/keys.md), and a report
-// older than Fresh is left out of the sum and removed.
+// source throttles, falls behind, or runs near its keys (adapt.Measure),
+// at most twice per decision window each, so the item stays cool (see
+// docs/keys.md), and a report older than Fresh is left out of the sum and
+// removed.
 type Demand struct {
 	Client    HoursAPI
 	Table     string
