@@ -1,6 +1,6 @@
 // Command infra is shardline's CDK app: one stack holding the Pipeline
-// construct, configured from context (see shardline.PropsFromContext and the
-// README) and checked by cdk-nag's AwsSolutions rules at synth. cdk.json runs
+// construct, configured from context (see shardline.PropsFromContext and
+// docs/configuration.md) and checked by cdk-nag's AwsSolutions rules at synth. cdk.json runs
 // it; `make synth` and `make deploy` call the CDK CLI.
 package main
 

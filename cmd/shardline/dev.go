@@ -32,7 +32,7 @@ with any Kinesis client pointed at the printed endpoint (region us-east-1,
 any credentials); shardline redrive processes what the bucket holds.
 
 The functions' environment variables (SHARDS_DEFAULT, SHARDS_OVERRIDES,
-RETENTION_DAYS, LOG_LEVEL, ...) apply; see the README. Cursors are signed
+RETENTION_DAYS, LOG_LEVEL, ...) apply; see docs/configuration.md. Cursors are signed
 with a key random to this process.
 
 examples:

@@ -14,8 +14,8 @@ import (
 // fiveMinutes is the period of every alarm but the iterator age's.
 func fiveMinutes() awscdk.Duration { return awscdk.Duration_Minutes(jsii.Number(5)) }
 
-// alarms declares one alarm per failure an operator must act on (the
-// README says what to do for each) and a dashboard of them all.
+// alarms declares one alarm per failure an operator must act on
+// (docs/operations.md says what to do for each) and a dashboard of them all.
 func (pl *Pipeline) alarms(c constructs.Construct, p Props) {
 	var action awscloudwatch.IAlarmAction
 	if p.AlarmTopicARN != "" {
@@ -50,7 +50,7 @@ func (pl *Pipeline) alarm(c constructs.Construct, action awscloudwatch.IAlarmAct
 		EvaluationPeriods:  jsii.Number(1),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		AlarmDescription:   jsii.String(what + " (see the README's alarm section for what to do)"),
+		AlarmDescription:   jsii.String(what + " (see docs/operations.md for what to do)"),
 	})
 	if action != nil {
 		a.AddAlarmAction(action)

@@ -44,7 +44,7 @@ func (pl *Pipeline) function(c constructs.Construct, p Props, name string, memor
 		LogGroup:     logs,
 		Role:         role,
 		Environment:  &vars,
-		Description:  jsii.String("shardline " + lower + " (see the README for its environment)"),
+		Description:  jsii.String("shardline " + lower + " (see docs/configuration.md for its environment)"),
 	})
 	return fn
 }

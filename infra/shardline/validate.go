@@ -103,7 +103,8 @@ func (p Props) checkDurations() error {
 // bucket, before the stream trims its records, or they are lost. The
 // created stream keeps them StreamRetention; an hour's margin covers
 // Lambda's retries between two looks at the age. An existing stream's
-// retention cannot be read at synth: the README asks for the same margin.
+// retention cannot be read at synth: docs/configuration.md asks for the
+// same margin.
 func (p Props) checkRecordAge() error {
 	if most := StreamRetention - time.Hour; p.StreamARN == "" && p.MaxRecordAge > most {
 		return fmt.Errorf("MaxRecordAge is %v: the created stream keeps records %s, so a batch must be given up on by %s, or its records leave the stream before they reach the FailedBatches bucket",

@@ -99,7 +99,7 @@ func values(kind Kind, rawQuery string) (rawParams, error) {
 			return nil, perr("query", "has a value with no parameter name")
 		}
 		if !allowed[kind][name] {
-			return nil, perr(name, "is not a parameter here; see the API reference in the README")
+			return nil, perr(name, "is not a parameter here; see the API reference, docs/api.md")
 		}
 		if len(vs) > 1 {
 			return nil, perr(name, "is given %d times; give it once", len(vs))
