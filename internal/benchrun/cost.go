@@ -107,12 +107,10 @@ func (u Usage) Lines(p Prices, keepZero bool) []Line {
 		Line{"S3", "storage, first month", u.S3GBMonth, "GB-month", u.S3GBMonth * p.S3StandardGBMonth, false},
 		Line{"CloudWatch Logs", "ingestion", u.LogBytes / gib, "GB", u.LogBytes / gib * p.LogsIngestGB, false},
 	)
-	if keepZero {
-		return lines
-	}
 	out := lines[:0]
 	for _, l := range lines {
-		if l.Quantity != 0 {
+		// Firehose is an anchor's line: shardline's tables leave it out.
+		if l.Quantity != 0 || (keepZero && l.Service != "Firehose") {
 			out = append(out, l)
 		}
 	}

@@ -2,15 +2,21 @@ package benchrun
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/ddbclient"
+	"github.com/shardline/shardline/internal/ddblocal"
+	"github.com/shardline/shardline/internal/ddbstub"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/schema"
 )
 
 // CostOptions size the cost model (issue 22); no workloads skips it.
@@ -178,3 +184,42 @@ Scaled to a million events: per-event items by the events their function saw; th
 
 Anchors: the seed articles' write path (` + "`naive`" + `: one PutItem per event under the key EVENTS, no GSI, items kept a month) and Kinesis Data Firehose Direct PUT to S3 (each record rounded up to 5 KB, gzip, default 5 MB / 300 s buffering; stored bytes from the sample's measured gzip ratio). Neither includes the compute that calls it.
 `
+
+// RunCost runs the cost model alone (shardline bench -cost-only): DynamoDB
+// Local and the stub, the workloads of o.Cost, then cost.md and cost.json
+// in o.ResultsDir, leaving the other results as they are.
+func RunCost(ctx context.Context, o Options) (*CostReport, error) {
+	fmt.Fprintln(o.Out, "starting DynamoDB Local and the latency stub ...")
+	local, err := ddblocal.Start(ctx, ddblocal.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer local.Close()
+	stub := ddbstub.New(o.Latency)
+	defer stub.Close()
+	stub.GSIAttr, stub.GSIKeys, stub.GSIProjected = schema.GSIPK, []string{schema.GSIPK, schema.SK, schema.PK}, schema.Projected
+	rep, err := measureCost(ctx, o.Out, o.Cost, ddbclient.Static(local.Endpoint, 64), stub.URL, time.Now().UTC().Truncate(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	md := rep.Markdown()
+	fmt.Fprint(o.Out, "\n"+md)
+	if o.ResultsDir == "" {
+		return rep, nil
+	}
+	if err := os.MkdirAll(o.ResultsDir, 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode the cost report: %w", err)
+	}
+	for name, body := range map[string][]byte{"cost.md": []byte(md), "cost.json": append(js, '\n')} {
+		path := filepath.Join(o.ResultsDir, name)
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
+		fmt.Fprintf(o.Out, "wrote %s\n", path)
+	}
+	return rep, nil
+}
