@@ -25,7 +25,11 @@ type Prices struct {
 // ListPrices are the us-east-1 list prices the cost model uses. The
 // DynamoDB on-demand prices are those after the price cut of November
 // 2024 (write and read request units halved, from $1.25 and $0.25 per
-// million). Free tiers are left out: the model prices a million events on
+// million). The DynamoDB request, Lambda Arm, CloudWatch Logs ingestion
+// prices and Firehose's 5 KB rounding were confirmed on the pages read that
+// day; the Kinesis provisioned, S3 Standard and Firehose per-GB figures are
+// the long-standing list prices, whose page excerpts did not show the
+// number: check them there before relying on those lines. Free tiers are left out: the model prices a million events on
 // an account that has used them up.
 var ListPrices = Prices{
 	Region: "us-east-1",
