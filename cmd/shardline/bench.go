@@ -25,12 +25,16 @@ month charts of GET /v1/counts, a hot source's counter item), with a line
 per target of issue 10 saying whether it is met; the Kinesis producer's
 events/s and PutRecords requests per 1,000 events, with and without KPL
 aggregation, against one PutRecord per event, on kinesalite; and the cold
-start of both functions. Prints a table and writes it as JSON and Markdown.
+start of both functions; and what a million events cost, all in, at issue
+22's three reference workloads beside the seed design and Firehose → S3
+(cost.md; -cost-only runs that alone). Prints a table and writes it as
+JSON and Markdown.
 Needs Java, Node and the npm tools (make bench installs them).
 
 examples:
   shardline bench                        what make bench runs
   shardline bench -events 2000 -counts=false -out ''   a quick run, printed only
+  shardline bench -cost-only             the cost model alone: bench/results/cost.md and cost.json
 
 flags:
 `
@@ -45,6 +49,8 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Events, "events", 10000, "records in shardline's Kinesis batch")
 	fs.IntVar(&o.NaiveCap, "naive-events", 1000, "events the naive sequential path writes")
 	withCounts := fs.Bool("counts", true, "measure what exact counts cost (about two minutes)")
+	withCost := fs.Bool("cost", true, "price a million events at the three reference workloads (about two minutes)")
+	costOnly := fs.Bool("cost-only", false, "run the cost model alone, writing cost.md and cost.json only")
 	producerEvents := fs.Int("producer-events", benchrun.DefaultProducerOptions.Events, "events each Kinesis producer design puts on kinesalite (0: skip the producer benchmark)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchHelp)
@@ -67,8 +73,15 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		o.Producer.Events = *producerEvents
 		o.Producer.PutRecords = min(o.Producer.PutRecords, *producerEvents)
 	}
+	if *withCost || *costOnly {
+		o.Cost = benchrun.DefaultCostOptions
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *costOnly {
+		_, err := benchrun.RunCost(ctx, o)
+		return err
+	}
 	_, err := benchrun.Run(ctx, o)
 	return err
 }

@@ -152,21 +152,27 @@ func naive(ctx context.Context, client *dynamodb.Client, table string, n int, no
 	c := &counting{c: client}
 	start := time.Now()
 	for i := range n {
-		var e map[string]any
-		_ = json.Unmarshal(payload(i, now), &e)
-		data, _ := json.Marshal(e["data"])
-		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
-			"pk":        &types.AttributeValueMemberS{Value: "EVENTS"},
-			"sk":        &types.AttributeValueMemberS{Value: fmt.Sprintf("%d#%s", time.Now().UnixMilli(), e["id"])},
-			"eventType": &types.AttributeValueMemberS{Value: e["type"].(string)},
-			"subject":   &types.AttributeValueMemberS{Value: e["subject"].(string)},
-			"data":      &types.AttributeValueMemberS{Value: string(data)},
-		}})
+		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: naiveItem(i, now)})
 		if err != nil {
 			return IngestRow{}, fmt.Errorf("naive put %d: %w", i, err)
 		}
 	}
 	return row("seed articles (PutItem, one key, sequential)", n, time.Since(start), c), nil
+}
+
+// naiveItem is the seed articles' item for event i: the key EVENTS, the
+// sort key `${Date.now()}#${id}`, the type, subject and data.
+func naiveItem(i int, now time.Time) map[string]types.AttributeValue {
+	var e map[string]any
+	_ = json.Unmarshal(payload(i, now), &e)
+	data, _ := json.Marshal(e["data"])
+	return map[string]types.AttributeValue{
+		"pk":        &types.AttributeValueMemberS{Value: "EVENTS"},
+		"sk":        &types.AttributeValueMemberS{Value: fmt.Sprintf("%d#%s", time.Now().UnixMilli(), e["id"])},
+		"eventType": &types.AttributeValueMemberS{Value: e["type"].(string)},
+		"subject":   &types.AttributeValueMemberS{Value: e["subject"].(string)},
+		"data":      &types.AttributeValueMemberS{Value: string(data)},
+	}
 }
 
 func row(design string, n int, d time.Duration, c *counting) IngestRow {

@@ -26,6 +26,7 @@ type Options struct {
 	NaiveCap   int             // events the sequential naive path writes (its rate does not depend on the count)
 	Counts     CountsOptions   // the counts benchmark; a zero Rate skips it
 	Producer   ProducerOptions // the Kinesis producer benchmark; zero Events skips it
+	Cost       CostOptions     // the cost model; no workloads skips it
 }
 
 // Report is everything a run measured.
@@ -40,6 +41,8 @@ type Report struct {
 	// ProducerShards is the producer benchmark's stream's shards.
 	ProducerShards int       `json:"producer_shards,omitempty"`
 	ColdStart      []ColdRow `json:"cold_start"`
+	// Cost is the cost model's answer (cost.md beside results.md).
+	Cost *CostReport `json:"cost,omitempty"`
 }
 
 // Run measures and reports.
@@ -80,6 +83,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		sl.Endpoint, nv.Endpoint = ep.name, ep.name
 		sl.Speedup, nv.Speedup = sl.EventsPerSecond/nv.EventsPerSecond, 1
 		rep.Ingest = append(rep.Ingest, sl, nv)
+	}
+
+	if len(o.Cost.Workloads) > 0 {
+		if rep.Cost, err = measureCost(ctx, o.Out, o.Cost, ddbclient.Static(local.Endpoint, 64), stub.URL, now); err != nil {
+			return nil, err
+		}
 	}
 
 	if o.Producer.Events > 0 {
@@ -132,6 +141,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 		fmt.Fprintf(o.Out, "\nwrote %s and %s\n", filepath.Join(o.ResultsDir, "results.json"), filepath.Join(o.ResultsDir, "results.md"))
+		if rep.Cost != nil {
+			path := filepath.Join(o.ResultsDir, "cost.md")
+			if err := os.WriteFile(path, []byte(rep.Cost.Markdown()), 0o644); err != nil {
+				return nil, fmt.Errorf("write %s: %w", path, err)
+			}
+			fmt.Fprintf(o.Out, "wrote %s\n", path)
+		}
 	}
 	return rep, nil
 }
@@ -156,6 +172,13 @@ func (r *Report) Markdown() string {
 	b.WriteString("\nbusy: 150 events an hour, quiet: one an hour, over seven days, 4 shards and 1 GSI shard, written as they happen (an invocation per hour). The quiet source's days after its first have a GSI day bucket, since each follows a quiet day; the busy source's hours hold more than 100 events, so its days keep hour buckets. `by cost` is the default: the path whose estimate, from the days' hour indexes, costs fewer requests; `gsi` forces the GSI; `consistent` is `consistent=true`, which the base table's shards serve. Requests include the reads of each day's shard record and hour index not already in the container's cache.\n")
 	if r.Counts != nil {
 		r.Counts.markdown(&b)
+	}
+	if r.Cost != nil {
+		b.WriteString("\n## What a million events cost\n\n| workload | shardline | bookkeeping / event WCU | seed design | Firehose → S3 |\n|---|---:|---:|---:|---:|\n")
+		for _, w := range r.Cost.Workloads {
+			fmt.Fprintf(&b, "| %s | %s | %.2f%% | %s | %s |\n", w.Workload.Name, usd(w.Total), 100*w.Share, usd(w.SeedTotal), usd(w.FirehoseTotal))
+		}
+		b.WriteString("\nEvery line item, and how they are measured: cost.md.\n")
 	}
 	b.WriteString("\n## Cold start\n\n| function | binary (linux/arm64) | to first request (ms) | to first answer (ms) |\n|---|---:|---:|---:|\n")
 	for _, x := range r.ColdStart {

@@ -1,0 +1,402 @@
+package benchrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/schema"
+)
+
+// kind is what an item of the table is, read from its key: the line item
+// its writes and reads are priced under.
+type kind int
+
+const (
+	kindEvent kind = iota
+	kindHours
+	kindShards
+	kindDemand
+	kindCatalogue
+	kindCounter
+	kindOther
+	nKinds
+)
+
+// kindOf names the kind of the item with key (pk, sk).
+func kindOf(pk, sk string) kind {
+	switch {
+	case strings.HasPrefix(pk, "E#"):
+		return kindEvent
+	case strings.HasPrefix(pk, "C#"):
+		return kindCounter
+	case strings.HasPrefix(pk, "S#"):
+		return kindCatalogue
+	case strings.HasPrefix(pk, "M#"):
+		switch sk {
+		case "hours":
+			return kindHours
+		case "shards":
+			return kindShards
+		case "demand":
+			return kindDemand
+		}
+	}
+	return kindOther
+}
+
+func keyOf(m map[string]types.AttributeValue) (string, string) {
+	var pk, sk string
+	if v, ok := m[schema.PK].(*types.AttributeValueMemberS); ok {
+		pk = v.Value
+	}
+	if v, ok := m[schema.SK].(*types.AttributeValueMemberS); ok {
+		sk = v.Value
+	}
+	return pk, sk
+}
+
+// tally is what one kind of item cost.
+type tally struct {
+	Writes int     `json:"writes"`
+	Reads  int     `json:"reads"`
+	WRU    float64 `json:"wru"`
+	RRU    float64 `json:"rru"`
+}
+
+// ledger is the DynamoDB client of the pipeline's bookkeeping and of the
+// counter in the cost model: it passes every request to DynamoDB Local
+// and prices it by DynamoDB's rules, by the kind of item it touches. A
+// write is billed ceil(max(size before, size after) / 1 KB): the size
+// after is the item put, or, for an update, the item the update returns
+// (the ledger asks for ALL_NEW when the caller asked for nothing, and
+// hands the caller no attributes then); the size before is what the
+// ledger's last write of the item left, the table being fresh and every
+// write going through the ledger. A refused condition is billed at the
+// item as it is. A GetItem is billed per 4 KB of the item, half when
+// eventually consistent.
+type ledger struct {
+	c *dynamodb.Client
+
+	mu    sync.Mutex
+	sizes map[[2]string]int
+	kinds [nKinds]tally
+}
+
+func newLedger(c *dynamodb.Client) *ledger { return &ledger{c: c, sizes: map[[2]string]int{}} }
+
+// tallies is a copy of what the ledger counted, by kind.
+func (l *ledger) tallies() [nKinds]tally {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.kinds
+}
+
+func (l *ledger) wrote(key map[string]types.AttributeValue, after int, ok bool) {
+	pk, sk := keyOf(key)
+	k := [2]string{pk, sk}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	before := l.sizes[k]
+	if !ok {
+		after = before
+	}
+	l.sizes[k] = after
+	t := &l.kinds[kindOf(pk, sk)]
+	t.Writes++
+	t.WRU += float64(writeUnits(before, after))
+}
+
+// PutItem forwards the put and prices it.
+func (l *ledger) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := l.c.PutItem(ctx, in, o...)
+	l.wrote(in.Item, item.Bytes(in.Item), err == nil)
+	return out, err
+}
+
+// UpdateItem forwards the update and prices it.
+func (l *ledger) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	asked := in.ReturnValues
+	cp := *in
+	if asked == "" || asked == types.ReturnValueNone {
+		cp.ReturnValues = types.ReturnValueAllNew
+	}
+	out, err := l.c.UpdateItem(ctx, &cp, o...)
+	sized := err == nil && (cp.ReturnValues == types.ReturnValueAllNew)
+	after := 0
+	if sized {
+		after = item.Bytes(out.Attributes)
+	}
+	l.wrote(in.Key, after, sized)
+	if err == nil && asked != cp.ReturnValues {
+		out.Attributes = nil
+	}
+	return out, err
+}
+
+// GetItem forwards the read and prices it.
+func (l *ledger) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	out, err := l.c.GetItem(ctx, in, o...)
+	size := 0
+	if err == nil {
+		size = item.Bytes(out.Item)
+	}
+	pk, sk := keyOf(in.Key)
+	l.mu.Lock()
+	t := &l.kinds[kindOf(pk, sk)]
+	t.Reads++
+	t.RRU += readUnits(size, aws.ToBool(in.ConsistentRead))
+	l.mu.Unlock()
+	return out, err
+}
+
+// Query forwards a query, unpriced: nothing on the write path queries.
+func (l *ledger) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return l.c.Query(ctx, in, o...)
+}
+
+// eventWrite is what the event items written so far cost and weigh.
+type eventWrite struct {
+	Requests  int
+	Items     int
+	WRU       float64
+	GSIWRU    float64
+	ItemBytes int // the items, plus DynamoDB's per-item overhead
+	GSIBytes  int // their GSI copies, likewise
+}
+
+// splitClient is the ingest function's client in the cost model: event
+// items (BatchWriteItem) go to the latency stub, which stores nothing,
+// and are priced here from their sizes, item and GSI copy apart; the
+// bookkeeping goes to the ledger, on DynamoDB Local, whose conditions and
+// stored items decide what the handler writes next. Every event item
+// written becomes a record on the simulated table stream (streamSink).
+type splitClient struct {
+	events *dynamodb.Client
+	book   *ledger
+	sink   *streamSink
+
+	mu sync.Mutex
+	ew eventWrite
+}
+
+// BatchWriteItem sends the events to the stub and prices them.
+func (s *splitClient) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	out, err := s.events.BatchWriteItem(ctx, in, o...)
+	if err != nil {
+		return out, err
+	}
+	var w eventWrite
+	w.Requests = 1
+	for _, reqs := range in.RequestItems {
+		for _, r := range reqs {
+			if r.PutRequest == nil {
+				continue
+			}
+			it := r.PutRequest.Item
+			b := item.Bytes(it)
+			w.Items++
+			w.WRU += float64(item.WriteUnits(b))
+			w.ItemBytes += b + dynamoItemOverhead
+			if _, ok := it[schema.GSIPK]; ok {
+				g := gsiBytes(it)
+				w.GSIWRU += float64(item.WriteUnits(g))
+				w.GSIBytes += g + dynamoItemOverhead
+			}
+			s.sink.put(it)
+		}
+	}
+	s.mu.Lock()
+	s.ew.Requests += w.Requests
+	s.ew.Items += w.Items
+	s.ew.WRU += w.WRU
+	s.ew.GSIWRU += w.GSIWRU
+	s.ew.ItemBytes += w.ItemBytes
+	s.ew.GSIBytes += w.GSIBytes
+	s.mu.Unlock()
+	return out, nil
+}
+
+func (s *splitClient) written() eventWrite {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ew
+}
+
+// PutItem goes to the ledger.
+func (s *splitClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return s.book.PutItem(ctx, in, o...)
+}
+
+// UpdateItem goes to the ledger.
+func (s *splitClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return s.book.UpdateItem(ctx, in, o...)
+}
+
+// GetItem goes to the ledger.
+func (s *splitClient) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return s.book.GetItem(ctx, in, o...)
+}
+
+// Query goes to the ledger.
+func (s *splitClient) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return s.book.Query(ctx, in, o...)
+}
+
+// gsiBytes is the size of an event item's GSI copy: its keys, the GSI's
+// key and the projected attributes.
+func gsiBytes(it map[string]types.AttributeValue) int {
+	keep := make(map[string]types.AttributeValue, len(schema.Projected)+3)
+	for _, a := range append([]string{schema.PK, schema.SK, schema.GSIPK}, schema.Projected...) {
+		if v, ok := it[a]; ok {
+			keep[a] = v
+		}
+	}
+	return item.Bytes(keep)
+}
+
+// streamSink turns the event items written into the records of the
+// table's stream, spread over shards stream shards by partition key as a
+// table's partitions spread them, stamped with the simulated clock.
+type streamSink struct {
+	shards int
+	clock  *simClock
+
+	mu   sync.Mutex
+	seq  uint64
+	recs [][]arrival // by stream shard, since the last take
+}
+
+func newStreamSink(shards int, clock *simClock) *streamSink {
+	return &streamSink{shards: shards, clock: clock, recs: make([][]arrival, shards)}
+}
+
+func (s *streamSink) put(it map[string]types.AttributeValue) {
+	img, err := streamImage(it)
+	if err != nil {
+		panic(fmt.Sprintf("cost model: an event item the stream cannot carry: %v", err)) // the handler wrote it: a bug here
+	}
+	pk, sk := keyOf(it)
+	h := fnv.New32a()
+	h.Write([]byte(pk))
+	shard := int(h.Sum32() % uint32(s.shards))
+	now := s.clock.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	var r events.DynamoDBEventRecord
+	r.EventName = "INSERT"
+	r.EventSource = "aws:dynamodb"
+	r.EventVersion = "1.1"
+	r.AWSRegion = "us-east-1"
+	r.EventID = fmt.Sprintf("%032x", s.seq)
+	r.Change.Keys = map[string]events.DynamoDBAttributeValue{
+		schema.PK: events.NewStringAttribute(pk), schema.SK: events.NewStringAttribute(sk),
+	}
+	r.Change.NewImage = img
+	r.Change.SequenceNumber = seqPrefix + fmt.Sprintf("%020d", s.seq)
+	r.Change.SizeBytes = int64(item.Bytes(it))
+	r.Change.StreamViewType = string(schema.StreamView)
+	r.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: now}
+	s.recs[shard] = append(s.recs[shard], arrival{rec: r, at: now, bytes: recordBytes(r)})
+}
+
+// take hands over the records put since the last take, by stream shard.
+func (s *streamSink) take() [][]arrival {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.recs
+	s.recs = make([][]arrival, s.shards)
+	return out
+}
+
+// recordBytes is a stream record's size in an invocation's payload, which
+// decides where the mapping's 6 MB cuts a batch: its JSON, with the
+// stream's ARN the bench leaves out.
+func recordBytes(r events.DynamoDBEventRecord) int {
+	const arn = len("arn:aws:dynamodb:us-east-1:000000000000:table/shardline-events/stream/2026-11-24T00:00:00.000")
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("cost model: encode a stream record: %v", err)) // every value came from streamValue
+	}
+	return len(b) + arn
+}
+
+// streamImage converts an item to a stream record's image.
+func streamImage(it map[string]types.AttributeValue) (map[string]events.DynamoDBAttributeValue, error) {
+	out := make(map[string]events.DynamoDBAttributeValue, len(it))
+	for k, v := range it {
+		a, err := streamValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %q: %w", k, err)
+		}
+		out[k] = a
+	}
+	return out, nil
+}
+
+func streamValue(v types.AttributeValue) (events.DynamoDBAttributeValue, error) {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		return events.NewStringAttribute(x.Value), nil
+	case *types.AttributeValueMemberN:
+		return events.NewNumberAttribute(x.Value), nil
+	case *types.AttributeValueMemberB:
+		return events.NewBinaryAttribute(x.Value), nil
+	case *types.AttributeValueMemberBOOL:
+		return events.NewBooleanAttribute(x.Value), nil
+	case *types.AttributeValueMemberNULL:
+		return events.NewNullAttribute(), nil
+	case *types.AttributeValueMemberSS:
+		return events.NewStringSetAttribute(x.Value), nil
+	case *types.AttributeValueMemberNS:
+		return events.NewNumberSetAttribute(x.Value), nil
+	case *types.AttributeValueMemberBS:
+		return events.NewBinarySetAttribute(x.Value), nil
+	case *types.AttributeValueMemberL:
+		l := make([]events.DynamoDBAttributeValue, len(x.Value))
+		for i, e := range x.Value {
+			a, err := streamValue(e)
+			if err != nil {
+				return a, err
+			}
+			l[i] = a
+		}
+		return events.NewListAttribute(l), nil
+	case *types.AttributeValueMemberM:
+		m, err := streamImage(x.Value)
+		if err != nil {
+			return events.DynamoDBAttributeValue{}, err
+		}
+		return events.NewMapAttribute(m), nil
+	}
+	return events.DynamoDBAttributeValue{}, fmt.Errorf("unknown attribute type %T", v)
+}
+
+// simClock is the simulated time the handlers read as their clock.
+type simClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *simClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *simClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
