@@ -29,8 +29,9 @@ forwards the page's API calls to a deployed shardline API, each signed with
 SigV4 for execute-api with your AWS credentials, found as the AWS SDKs find
 them: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE (SSO included),
 ~/.aws, a container or instance role. They need execute-api:Invoke on the
-API's GET routes. Nothing is exposed: it listens on a loopback address only
-and answers only requests addressed to localhost, from its own page.
+API's GET routes. Nothing is exposed: it listens on a loopback address only,
+answers only requests addressed to localhost, from its own page, and
+forwards only GET and HEAD (the page only reads; anything else is a 405).
 
 The region is -region, else the one in the API's URL
 (https://<id>.execute-api.<region>.amazonaws.com), else your AWS

@@ -68,14 +68,21 @@ AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 is all it takes: for an
 endpoint on this machine the table defaults to make run's shardline-events,
 and local credentials and region are used.
 
-Permissions (IAM, on the events table; partition-key prefixes as
-dynamodb:LeadingKeys): list (from the table) and -dry-run need
-dynamodb:Query on Q# and dynamodb:GetItem on M#; list through the API
-needs execute-api:Invoke on GET /v1/quarantine instead. replay also needs dynamodb:UpdateItem on Q# (the
-marks), dynamodb:BatchWriteItem on E# (events), dynamodb:PutItem and
-dynamodb:UpdateItem on M# (shard records, hour indexes) and
-dynamodb:PutItem on S# (the sources catalogue). The stack's functions are
-not granted this: replay is an operator's command.
+Permissions (IAM), each needed only on the events table's partition keys
+that begin as shown (grant them with dynamodb:LeadingKeys):
+
+  list (from the table) and replay -dry-run:
+    dynamodb:Query           Q# (quarantined records), M# (shard records)
+  list through the API:
+    execute-api:Invoke       GET /v1/quarantine
+  replay, besides what -dry-run needs:
+    dynamodb:UpdateItem      Q# (the marks), M# (hour indexes)
+    dynamodb:BatchWriteItem  E# (events)
+    dynamodb:GetItem         M# (shard records)
+    dynamodb:PutItem         M# (shard records), S# (the sources catalogue)
+
+The stack's functions are not granted this: replay is an operator's
+command.
 
 examples:
   shardline quarantine list -from 1h                        make run's, through its API

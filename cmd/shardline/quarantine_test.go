@@ -46,10 +46,13 @@ func TestQuarantineCommands(t *testing.T) {
 	if resp, err := h.Kinesis(context.Background(), kev); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
+	// The commands reach DynamoDB Local through a recorder, which notes the
+	// IAM action and key prefix of every request (iam_test.go).
+	rec := newRecorder(t, endpoint, dynamoCalls)
 	for k, v := range map[string]string{
 		"EVENTS_TABLE": table, "MAX_EVENT_BYTES": "200000",
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-		"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_ENDPOINT_URL_DYNAMODB": rec.URL, "AWS_EC2_METADATA_DISABLED": "true",
 		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
 	} {
 		t.Setenv(k, v)
@@ -60,17 +63,23 @@ func TestQuarantineCommands(t *testing.T) {
 		code := run(append(args, rng...), &out, &errb)
 		return code, "\n" + out.String(), errb.String()
 	}
+	const (
+		read   = "list (from the table) and replay -dry-run"
+		writes = "replay, besides what -dry-run needs"
+	)
+	iam := newPermissionCheck(t, help(t, "quarantine", "replay"), read, writes)
 	steps := []struct {
 		args []string
 		out  []string
+		iam  []string // the sections of -h's permissions that apply
 	}{
-		{[]string{"quarantine", "list"}, []string{`"reason":"event: is 1000`, `"reason":"id: is 300 bytes`}},
+		{[]string{"quarantine", "list"}, []string{`"reason":"event: is 1000`, `"reason":"id: is 300 bytes`}, []string{read}},
 		{[]string{"quarantine", "replay", "--dry-run"}, []string{"\ndry run: nothing is written; what a replay would do with each record:\n", "dry run (nothing written)", "MAX_EVENT_BYTES 200000",
 			"\nstored     " + arrival.Format(time.RFC3339Nano) + " shardId-000000000000 1  stored: 1 event\n",
-			"\ninvalid    ", "now valid         1 (1 event to store)", "still invalid     1 (0 unchanged"}},
-		{[]string{"quarantine", "replay"}, []string{"now valid         1 (1 event stored)", "still invalid     1 (0 unchanged"}},
-		{[]string{"quarantine", "replay"}, []string{"checked           1", "now valid         0", "still invalid     1 (1 unchanged", "already replayed  1"}},
-		{[]string{"quarantine", "list", "-reason", "event: is "}, []string{`"replay":{"at":"`, `"state":"stored","outcome":"stored: 1 event"`}},
+			"\ninvalid    ", "now valid         1 (1 event to store)", "still invalid     1 (0 unchanged"}, []string{read}},
+		{[]string{"quarantine", "replay"}, []string{"now valid         1 (1 event stored)", "still invalid     1 (0 unchanged"}, []string{read, writes}},
+		{[]string{"quarantine", "replay"}, []string{"checked           1", "now valid         0", "still invalid     1 (1 unchanged", "already replayed  1"}, []string{read, writes}},
+		{[]string{"quarantine", "list", "-reason", "event: is "}, []string{`"replay":{"at":"`, `"state":"stored","outcome":"stored: 1 event"`}, []string{read}},
 	}
 	for _, s := range steps {
 		code, out, errs := sh(s.args...)
@@ -79,7 +88,9 @@ func TestQuarantineCommands(t *testing.T) {
 				t.Fatalf("shardline %v: code %d, out %q, err %q; want %q in the output", s.args, code, out, errs, w)
 			}
 		}
+		iam.check(fmt.Sprint("shardline ", s.args), rec.take(), s.iam...)
 	}
+	iam.allUsed(map[string]string{"execute-api:Invoke on GET /v1/quarantine": "TestQuarantineListThroughAPI checks it"})
 	// The event is stored once, with its record's arrival as its time.
 	_, out, _ := sh("quarantine", "list", "-reason", "event: is ")
 	var l struct {
@@ -127,7 +138,7 @@ func TestQuarantineCommandLine(t *testing.T) {
 		}
 	}
 	var out, errb bytes.Buffer
-	if code := run([]string{"quarantine", "replay", "-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "dynamodb:BatchWriteItem on E#") {
+	if code := run([]string{"quarantine", "replay", "-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "dynamodb:BatchWriteItem  E# (events)") {
 		t.Errorf("replay -h: code %d, %q", code, errb.String())
 	}
 }
@@ -148,11 +159,16 @@ func TestQuarantineListThroughAPI(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST: %d", resp.StatusCode)
 	}
-	t.Setenv(envAPI, base)
+	// list reaches the API through a recorder, which notes the route each
+	// request invokes, as execute-api:Invoke authorizes it (iam_test.go).
+	rec := newRecorder(t, base, apiCalls)
+	iam := newPermissionCheck(t, help(t, "quarantine", "list"), "list through the API")
+	t.Setenv(envAPI, rec.URL)
 
 	code, out, errs := sh("quarantine", "list", "-from", "1h")
+	iam.check("shardline quarantine list", rec.take(), "list through the API")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 2 || !strings.Contains(errs, "2 quarantined records (from "+base+"/v1/quarantine)") ||
+	if code != 0 || len(lines) != 2 || !strings.Contains(errs, "2 quarantined records (from "+rec.URL+"/v1/quarantine)") ||
 		!strings.Contains(out, `"reason":"type: `) || !strings.Contains(out, `"reason":"time: `) || !strings.Contains(out, `"request_id":"`) ||
 		strings.Contains(out, `"raw":`) {
 		t.Fatalf("list: code %d\nout %s\nerr %s", code, out, errs)

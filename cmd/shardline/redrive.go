@@ -68,14 +68,23 @@ AWS_ENDPOINT_URL_DYNAMODB point it at local engines, such as those make
 run starts (the S3 one is then addressed path-style). The archive's
 objects go to --archive-bucket, or to --archive-dir for make run's.
 
-Permissions (IAM): on the FailedBatches bucket s3:ListBucket, s3:GetObject
-and s3:DeleteObject; on the events table what the ingest and the counter
-functions may do, with partition-key prefixes as dynamodb:LeadingKeys:
-dynamodb:BatchWriteItem on E# and Q#, dynamodb:GetItem, dynamodb:PutItem and
-dynamodb:UpdateItem on M#, dynamodb:PutItem on S#, dynamodb:GetItem and
-dynamodb:UpdateItem on C#; s3:PutObject on the archive bucket's events/.
---dry-run needs only s3:ListBucket and s3:GetObject. The stack's functions
-are not granted this: redrive is an operator's command.
+Permissions (IAM), each needed only on what is shown: on the events table,
+the partition keys that begin so (grant them with dynamodb:LeadingKeys); in
+a bucket, the keys that match:
+
+  redrive --dry-run:
+    s3:ListBucket            the FailedBatches bucket
+    s3:GetObject             aws/lambda/* in the FailedBatches bucket
+  redrive, besides what --dry-run needs (what the ingest, counter and archive functions may do):
+    s3:DeleteObject          aws/lambda/* in the FailedBatches bucket
+    dynamodb:BatchWriteItem  E# (events), Q# (quarantined records)
+    dynamodb:GetItem         M# (shard records), C# (counters)
+    dynamodb:PutItem         M# (shard records), S# (the sources catalogue)
+    dynamodb:UpdateItem      M# (hour indexes), C# (counters)
+    s3:PutObject             events/* in the ArchiveBucket bucket (with --archive-bucket)
+
+The stack's functions are not granted this: redrive is an operator's
+command.
 
 examples:
   shardline redrive --bucket "$(out FailedBatchesBucket)" --ingest-mapping "$(out IngestMappingId)" \

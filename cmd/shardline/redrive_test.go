@@ -111,9 +111,16 @@ func TestRedriveCommand(t *testing.T) {
 		}
 	}
 
+	// The command reaches DynamoDB Local and the local S3 through
+	// recorders, which note the IAM action and resource of every request
+	// (iam_test.go).
+	ddbRec := newRecorder(t, testdb.Endpoint(t), dynamoCalls)
+	archiveBucket := tests3.Bucket(t)
+	s3Rec := newRecorder(t, tests3.Endpoint(t), s3Calls(map[string]string{bucket: "FailedBatches", archiveBucket: "ArchiveBucket"}))
+	calls := func() []awsCall { return append(ddbRec.take(), s3Rec.take()...) }
 	for k, v := range map[string]string{
 		"EVENTS_TABLE": table, "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-		"AWS_ENDPOINT_URL_DYNAMODB": testdb.Endpoint(t), "AWS_ENDPOINT_URL_S3": tests3.Endpoint(t), "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_ENDPOINT_URL_DYNAMODB": ddbRec.URL, "AWS_ENDPOINT_URL_S3": s3Rec.URL, "AWS_EC2_METADATA_DISABLED": "true",
 		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
 	} {
 		t.Setenv(k, v)
@@ -146,6 +153,11 @@ func TestRedriveCommand(t *testing.T) {
 		})
 		return n
 	}
+	const (
+		read   = "redrive --dry-run"
+		writes = "redrive, besides what --dry-run needs (what the ingest, counter and archive functions may do)"
+	)
+	iam := newPermissionCheck(t, help(t, "redrive"), read, writes)
 	all := []string{"--bucket", bucket, "--ingest-mapping", "ingest-mapping", "--counter-mapping", "counter-mapping", "--archive-mapping", "archive-mapping",
 		"--archive-dir", archiveDir}
 	steps := []struct {
@@ -155,23 +167,25 @@ func TestRedriveCommand(t *testing.T) {
 		stored        int
 		counted       int64
 		archived, obj int
+		iam           []string // the sections of -h's permissions that apply; nil: no AWS request
 	}{
 		{[]string{"-h"}, 0, nil, []string{"usage: shardline redrive --bucket NAME", "FailedBatches", "AWS_ENDPOINT_URL_S3",
-			"s3:DeleteObject", "dynamodb:BatchWriteItem on E# and Q#", "-dry-run", "-counter-mapping", "docs/failed-batches.md"}, 5, 0, 0, 3},
-		{nil, 1, nil, []string{"--bucket is required"}, 5, 0, 0, 3},
-		{[]string{"--bucket", bucket, "--prefix", "x/"}, 1, nil, []string{"--prefix \"x/\": Lambda writes under aws/lambda/"}, 5, 0, 0, 3},
-		{[]string{"--bucket", bucket}, 1, nil, []string{"name at least one mapping to redrive"}, 5, 0, 0, 3},
-		{[]string{"--bucket", bucket, "--counter-mapping", "x", "--archive-mapping", "x"}, 1, nil, []string{"--counter-mapping and --archive-mapping are the same mapping x"}, 5, 0, 0, 3},
+			"s3:DeleteObject", "dynamodb:BatchWriteItem  E# (events), Q# (quarantined records)", "-dry-run", "-counter-mapping", "docs/failed-batches.md"}, 5, 0, 0, 3, nil},
+		{nil, 1, nil, []string{"--bucket is required"}, 5, 0, 0, 3, nil},
+		{[]string{"--bucket", bucket, "--prefix", "x/"}, 1, nil, []string{"--prefix \"x/\": Lambda writes under aws/lambda/"}, 5, 0, 0, 3, nil},
+		{[]string{"--bucket", bucket}, 1, nil, []string{"name at least one mapping to redrive"}, 5, 0, 0, 3, nil},
+		{[]string{"--bucket", bucket, "--counter-mapping", "x", "--archive-mapping", "x"}, 1, nil, []string{"--counter-mapping and --archive-mapping are the same mapping x"}, 5, 0, 0, 3, nil},
 		{append(all, "--dry-run"), 0,
 			[]string{"dry run (nothing processed or deleted) of s3://" + bucket + "/aws/lambda/ into table " + table, "objects           3", fmt.Sprintf("would redrive     3 (%d records)", len(page.Records)+10)},
 			[]string{"dry run: nothing is processed or deleted", "would redrive     Shardline-Ingest-A1 " + *shards[0].ShardId,
-				fmt.Sprintf("%d records; a redrive would run them through the ingest code", len(page.Records)), "through the counter code", "through the archive code"}, 5, 0, 0, 3},
+				fmt.Sprintf("%d records; a redrive would run them through the ingest code", len(page.Records)), "through the counter code", "through the archive code"}, 5, 0, 0, 3, []string{read}},
 		{all, 0, []string{fmt.Sprintf("redriven          3 (%d records processed; objects deleted)", len(page.Records)+10), "failed            0"},
-			[]string{"redriven          Shardline-Counter-B2 "}, len(want) + 5, 5, 1, 0},
-		{all, 0, []string{"objects           0"}, nil, len(want) + 5, 5, 1, 0},
+			[]string{"redriven          Shardline-Counter-B2 "}, len(want) + 5, 5, 1, 0, []string{read, writes}},
+		{all, 0, []string{"objects           0"}, nil, len(want) + 5, 5, 1, 0, []string{read}},
 	}
 	for _, s := range steps {
 		code, out, errs := sh(s.args...)
+		iam.check(fmt.Sprint("shardline redrive ", s.args), calls(), s.iam...)
 		if code != s.code {
 			t.Fatalf("shardline redrive %v: code %d, out %q, err %q", s.args, code, out, errs)
 		}
@@ -198,6 +212,17 @@ func TestRedriveCommand(t *testing.T) {
 			t.Fatalf("shardline redrive %v: %d objects left, want %d", s.args, n, s.obj)
 		}
 	}
+
+	// With --archive-bucket, the archive's batch goes to that bucket.
+	for shard, recs := range byShard {
+		put("archive", must(onfailure.NewDynamoDB(giveUp("Shardline-Archive-C3", tableStream, shard), recs)))
+	}
+	if code, out, errs := sh("--bucket", bucket, "--archive-mapping", "archive-mapping", "--archive-bucket", archiveBucket); code != 0 ||
+		len(tests3.Keys(t, archiveBucket)) == 0 {
+		t.Fatalf("--archive-bucket: code %d, out %q, err %q, %d archive objects", code, out, errs, len(tests3.Keys(t, archiveBucket)))
+	}
+	iam.check("shardline redrive --archive-bucket", calls(), read, writes)
+	iam.allUsed(nil)
 
 	// A batch of a mapping it was not told of: said, left, exit 1.
 	for shard, recs := range byShard {

@@ -47,6 +47,14 @@ send checks that the stream is there (DescribeStreamSummary, at most 5 s),
 and stops at once, saying what to check, when it is not or Kinesis does not
 answer.
 
+Permissions (IAM):
+
+  send -stream:
+    kinesis:DescribeStreamSummary  the stream
+    kinesis:PutRecords             the stream
+  send -api:
+    execute-api:Invoke             POST /v1/events
+
 ` + apiHelp + `
 examples:
   shardline send -api http://127.0.0.1:8080 events.ndjson

@@ -40,7 +40,10 @@ func TestSendAndQuery(t *testing.T) {
 	nd := writeFile(t, "events.ndjson", lines...)
 	arr := writeFile(t, "events.json", "[\n  "+event("cli/q", "q-300", "t", now)+",\n\n  "+event("cli/q", "q-301", "t", time.Time{})+"\n]")
 
-	code, out, errs := sh("send", "-api", base, nd, arr)
+	rec := newRecorder(t, base, apiCalls) // notes each route invoked (iam_test.go)
+	iam := newPermissionCheck(t, help(t, "send"), "send -api")
+	code, out, errs := sh("send", "-api", rec.URL, nd, arr)
+	iam.check("shardline send -api", rec.take(), "send -api")
 	if code != 1 || !strings.Contains(errs, fmt.Sprintf(`rejected %s:243 (id "bad-1"): type: `, nd)) ||
 		!strings.Contains(out, "246 events read") || !strings.Contains(out, "sent      245") || !strings.Contains(out, "rejected  1") ||
 		!strings.Contains(out, "failed    0") || !strings.Contains(errs, "1 event was not stored") {
@@ -138,7 +141,13 @@ func TestSendKinesis(t *testing.T) {
 	}
 	lines = append(lines, `{"specversion":"1.0","source":"cli/k","type":"t"}`)
 	p := writeFile(t, "k.ndjson", lines...)
-	code, out, errs := sh("send", "-stream", stream.Name, "-endpoint", testkinesis.Endpoint(t), "-aggregate", p)
+	// send reaches kinesalite through a recorder, which notes the IAM
+	// action of every request (iam_test.go).
+	rec := newRecorder(t, testkinesis.Endpoint(t), kinesisCalls)
+	iam := newPermissionCheck(t, help(t, "send"), "send -stream")
+	code, out, errs := sh("send", "-stream", stream.Name, "-endpoint", rec.URL, "-aggregate", p)
+	iam.check("shardline send -stream", rec.take(), "send -stream")
+	iam.allUsed(map[string]string{"execute-api:Invoke on POST /v1/events": "TestSendAndQuery checks -api"})
 	if code != 0 || !strings.Contains(out, "301 events read") || !strings.Contains(out, "to Kinesis stream "+stream.Name) || !strings.Contains(out, "sent      301") {
 		t.Fatalf("send -stream: code %d\nout %s\nerr %s", code, out, errs)
 	}

@@ -155,7 +155,7 @@ func binaryData(contentType string, body []byte) (name string, value []byte, err
 	case contentType == "" && isJSON: // the JSON format's default
 		return "data", body, nil
 	case perr == nil && jsonMedia(mt) && !isJSON:
-		return "data_base64", base64JSON(body), fieldErr("body", "is not valid JSON, though Content-Type %q says it is: %v", contentType, syntaxErr(body))
+		return "data_base64", base64JSON(body), fieldErr("body", "is not valid JSON, though Content-Type %q says it is: %s", contentType, notJSON(body))
 	case perr == nil && jsonMedia(mt):
 		return "data", body, nil
 	case perr == nil && textMedia(mt, params) && utf8.Valid(body):

@@ -72,7 +72,7 @@ func Split(body []byte) (events []json.RawMessage, array bool, err error) {
 		if trimmed[0] == '[' {
 			what = "a valid JSON array"
 		}
-		return nil, trimmed[0] == '[', fieldErr("body", "is not %s: %v", what, syntaxErr(body))
+		return nil, trimmed[0] == '[', fieldErr("body", "is not %s: %s", what, notJSON(body))
 	}
 	if trimmed[0] != '[' {
 		return []json.RawMessage{bytes.TrimRight(trimmed, " \t\r\n")}, false, nil
@@ -110,7 +110,7 @@ func Parse(raw []byte, now, stamp time.Time, lim Limits) (Event, error) {
 		return Event{}, fieldErr("event", "is not valid UTF-8")
 	}
 	if !json.Valid(raw) {
-		return Event{}, fieldErr("event", "is not valid JSON: %v", syntaxErr(raw))
+		return Event{}, fieldErr("event", "is not valid JSON: %s", notJSON(raw))
 	}
 	return ParseElement(raw, now, stamp, lim)
 }

@@ -1,7 +1,6 @@
 package explorer
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,20 +20,22 @@ import (
 // Service is the SigV4 service name of API Gateway's APIs.
 const Service = "execute-api"
 
-// MaxBodyBytes is the largest request body the proxy forwards: API
-// Gateway's payload limit.
-const MaxBodyBytes = 10 << 20
+// Methods are the methods the proxy forwards, as an Allow header lists
+// them: the page only reads, and anything else would be signed with the
+// operator's credentials on behalf of whatever sent it.
+const Methods = "GET, HEAD"
 
 // forwarded are the request headers the proxy passes on (and signs); the
 // browser's others (cookies, Sec-Fetch-*, the page's Origin) are not the
 // API's business.
-var forwarded = []string{"Accept", "Content-Type"}
+var forwarded = []string{"Accept"}
 
 // answered are the API's answer headers the proxy passes back.
 var answered = []string{"Content-Type", "Retry-After", "Allow"}
 
-// Proxy forwards the page's API calls (paths under /v1/) to a deployed
-// API, each signed with SigV4 for execute-api. It answers only requests
+// Proxy forwards the page's API calls (GET and HEAD of paths under /v1/)
+// to a deployed API, each signed with SigV4 for execute-api, without a
+// body; any other method is answered 405. It answers only requests
 // addressed to a loopback host, so that a web page elsewhere cannot reach
 // it through DNS rebinding, and refuses requests another origin's page sent.
 type Proxy struct {
@@ -56,16 +57,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, err.Error())
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("body: %v", err))
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", Methods)
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s: the explorer only reads (%s); send anything else to the API with a client of your own", r.Method, Methods))
 		return
 	}
-	if len(body) > MaxBodyBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body: more than %d bytes", MaxBodyBytes))
-		return
-	}
-	out, err := p.signed(r.Context(), r, body)
+	out, err := p.signed(r.Context(), r)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, err.Error())
 		return
@@ -86,8 +83,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // signed is r as a request to the API, signed for execute-api: the same
-// method, path (under the target's), query and body.
-func (p *Proxy) signed(ctx context.Context, r *http.Request, body []byte) (*http.Request, error) {
+// method, path (under the target's) and query, and no body.
+func (p *Proxy) signed(ctx context.Context, r *http.Request) (*http.Request, error) {
 	u := *p.Target
 	u.Path = strings.TrimSuffix(p.Target.Path, "/") + r.URL.Path
 	u.RawPath = ""
@@ -96,7 +93,7 @@ func (p *Proxy) signed(ctx context.Context, r *http.Request, body []byte) (*http
 	}
 	u.RawQuery = r.URL.RawQuery
 	u.Fragment = ""
-	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("request to the API: %w", err)
 	}
@@ -109,7 +106,7 @@ func (p *Proxy) signed(ctx context.Context, r *http.Request, body []byte) (*http
 	if err != nil {
 		return nil, fmt.Errorf("AWS credentials: %w", err)
 	}
-	sum := sha256.Sum256(body)
+	sum := sha256.Sum256(nil)
 	now := time.Now
 	if p.Now != nil {
 		now = p.Now

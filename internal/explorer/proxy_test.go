@@ -38,12 +38,12 @@ func proxyFor(t *testing.T) (*Proxy, *upstream) {
 	}, got
 }
 
-// TestProxyForwardsSigned: path (under the target's), query, body and
-// the API's answer pass through; the browser's own headers do not.
+// TestProxyForwardsSigned: path (under the target's), query and the API's
+// answer pass through; the browser's own headers do not.
 func TestProxyForwardsSigned(t *testing.T) {
 	p, got := proxyFor(t)
-	req := httptest.NewRequest("POST", "http://127.0.0.1:8080/v1/events?source=a%2Bb%20c&x=%23", strings.NewReader(`{"id":"1"}`))
-	req.Header.Set("Content-Type", "application/json")
+	req := httptest.NewRequest("GET", "http://127.0.0.1:8080/v1/events?source=a%2Bb%20c&x=%23", nil)
+	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Cookie", "session=secret")
 	req.Header.Set("Origin", "http://127.0.0.1:8080")
 	rec := httptest.NewRecorder()
@@ -52,15 +52,38 @@ func TestProxyForwardsSigned(t *testing.T) {
 		t.Fatalf("answer: %d %v %s", rec.Code, rec.Header(), rec.Body)
 	}
 	r := got.req
-	if r.URL.Path != "/stage/v1/events" || r.URL.Query().Get("source") != "a+b c" || r.URL.Query().Get("x") != "#" || got.body != `{"id":"1"}` {
-		t.Fatalf("forwarded %s %q %q", r.URL.Path, r.URL.RawQuery, got.body)
+	if r.Method != "GET" || r.URL.Path != "/stage/v1/events" || r.URL.Query().Get("source") != "a+b c" || r.URL.Query().Get("x") != "#" || got.body != "" {
+		t.Fatalf("forwarded %s %s %q %q", r.Method, r.URL.Path, r.URL.RawQuery, got.body)
 	}
 	auth := r.Header.Get("Authorization")
 	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") || !strings.Contains(auth, "/eu-test-1/execute-api/aws4_request") {
 		t.Fatalf("Authorization: %q", auth)
 	}
-	if r.Header.Get("Cookie") != "" || r.Header.Get("Origin") != "" || r.Header.Get("Content-Type") != "application/json" {
+	if r.Header.Get("Cookie") != "" || r.Header.Get("Origin") != "" || r.Header.Get("Accept") != "application/json" {
 		t.Fatalf("forwarded headers: %v", r.Header)
+	}
+}
+
+// TestProxyOnlyReads: the page only reads, so the proxy signs only GET and
+// HEAD; any other method is answered 405 with an Allow header, and nothing
+// reaches the API signed with the operator's credentials.
+func TestProxyOnlyReads(t *testing.T) {
+	p, got := proxyFor(t)
+	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"} {
+		req := httptest.NewRequest(m, "http://127.0.0.1:8080/v1/events?source=s", strings.NewReader(`{"id":"1"}`))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		p.ServeHTTP(rec, req)
+		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" ||
+			!strings.Contains(rec.Body.String(), "only reads") || got.req != nil {
+			t.Errorf("%s: %d Allow %q %s (forwarded: %v)", m, rec.Code, rec.Header().Get("Allow"), rec.Body, got.req != nil)
+		}
+	}
+	req := httptest.NewRequest("HEAD", "http://127.0.0.1:8080/v1/sources", nil)
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, req)
+	if got.req == nil || got.req.Method != "HEAD" || got.req.Header.Get("Authorization") == "" {
+		t.Fatalf("HEAD was not forwarded signed: %d %v", rec.Code, got.req)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +173,7 @@ func TestMalformedRecordsQuarantined(t *testing.T) {
 	mixed, _ := json.Marshal([]json.RawMessage{eventJSON("orders", "ok-2", fixtureNow.Add(-time.Minute)), json.RawMessage(`{"id":"x","source":"orders"}`)})
 	bad := [][]byte{
 		[]byte(`{"id":`),
+		[]byte(`hello from a log shipper`),
 		[]byte(`{"source":"orders","type":"t"}`),
 		[]byte("\xff\xfe"),
 		[]byte(`[]`),
@@ -190,6 +192,7 @@ func TestMalformedRecordsQuarantined(t *testing.T) {
 		t.Fatalf("%d quarantined, want %d", len(q), len(bad)+1)
 	}
 	reasons := map[string]bool{}
+	var all []string
 	for _, it := range q {
 		origin := it[schema.Origin]
 		raw := it[schema.Raw]
@@ -197,10 +200,22 @@ func TestMalformedRecordsQuarantined(t *testing.T) {
 			t.Fatalf("quarantine item lacks origin, raw or reason: %v", it)
 		}
 		reasons[strings.SplitN(s(it, schema.Reason), ":", 2)[0]] = true
+		all = append(all, s(it, schema.Reason))
 	}
-	for _, field := range []string{"body", "id", "type", "record", "time"} {
+	for _, field := range []string{"data", "id", "type", "record", "time"} {
 		if !reasons[field] {
 			t.Errorf("no quarantine reason naming %q in %v", field, reasons)
+		}
+	}
+	// A record that is not JSON is named by its field, data, and the
+	// reason reads for a person, not as the decoder's grammar.
+	for _, want := range []string{
+		`data: is not JSON: it ends after 6 bytes, before its JSON value is complete (cut short?)`,
+		`data: is not JSON: it begins "hello from a log shipper", and JSON begins with {, [, a quote, a digit, true, false or null`,
+		`data: is not valid UTF-8`,
+	} {
+		if !slices.Contains(all, want) {
+			t.Errorf("no quarantine reason %q in\n%q", want, all)
 		}
 	}
 	// Quarantining is idempotent: the same batch again adds nothing.

@@ -373,7 +373,7 @@ func TestReingestKPL(t *testing.T) {
 		case o.SubIndex != nil: // a big sub-record, or the big event of the sub-record's array
 			want = Reingested{Events: 1}
 		case o.SequenceNumber == "1234":
-			want = Reingested{Events: 2, Invalid: []string{`sub-record 2: body: is not JSON`}}
+			want = Reingested{Events: 2, Invalid: []string{`sub-record 2: data: is not JSON`}}
 		default:
 			want = Reingested{Invalid: []string{q[i].Reason}}
 		}

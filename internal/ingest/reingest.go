@@ -102,7 +102,11 @@ func (h *Handler) recheck(rec Quarantined, now time.Time) (evs []cloudevent.Even
 		}
 		return []cloudevent.Event{e}, []string{"event"}, nil
 	}
-	parts := []part{plainPart(rec.Raw, nil)}
+	field := kinesisField
+	if rec.Origin.RequestID != "" {
+		field = "body"
+	}
+	parts := []part{plainPart(rec.Raw, nil, field)}
 	if rec.Origin.SequenceNumber != "" && rec.Origin.SubIndex == nil {
 		var reason string
 		if parts, reason = splitKinesis(rec.Raw); reason != "" {

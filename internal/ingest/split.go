@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/shardline/shardline/internal/cloudevent"
@@ -31,13 +32,15 @@ type part struct {
 }
 
 // splitKinesis splits a Kinesis record's data into parts: the record
-// itself, or each sub-record of a KPL aggregate, each split by splitRecord.
+// itself, or each sub-record of a KPL aggregate, each split by splitRecord;
+// a reason about the whole of a part names it "data", as the record's
+// field is called.
 // reason says why the record is refused whole: a corrupt aggregate, or one
 // over MaxAggregateEvents. A sub-record is never read as an aggregate
 // itself: the KPL does not nest them.
 func splitKinesis(data []byte) (parts []part, reason string) {
 	if !kpl.IsAggregate(data) {
-		return []part{plainPart(data, nil)}, ""
+		return []part{plainPart(data, nil, kinesisField)}, ""
 	}
 	recs, err := kpl.Deaggregate(data, MaxAggregateEvents)
 	if err != nil {
@@ -46,7 +49,7 @@ func splitKinesis(data []byte) (parts []part, reason string) {
 	parts = make([]part, len(recs))
 	fanout := 0
 	for k, r := range recs {
-		parts[k] = plainPart(r.Data, &k)
+		parts[k] = plainPart(r.Data, &k, kinesisField)
 		fanout += max(len(parts[k].raws), 1)
 	}
 	if fanout > MaxAggregateEvents {
@@ -55,18 +58,25 @@ func splitKinesis(data []byte) (parts []part, reason string) {
 	return parts, ""
 }
 
-// plainPart is data read as a plain record.
-func plainPart(data []byte, sub *int) part {
-	raws, array, reason := splitRecord(data)
+// kinesisField is what a reason calls a Kinesis record's data as a whole.
+const kinesisField = "data"
+
+// plainPart is data read as a plain record; field names the data as a
+// whole in a reason ("data" for a Kinesis record, "body" for a request).
+func plainPart(data []byte, sub *int, field string) part {
+	raws, array, reason := splitRecord(data, field)
 	return part{data: data, sub: sub, raws: raws, array: array, reason: reason}
 }
 
 // splitRecord splits a record's data into its events, one or a JSON array,
 // or says why the record is refused whole. Replay reads quarantined records
 // with it too (reingest.go), so that both apply the same rules.
-func splitRecord(data []byte) (raws []json.RawMessage, array bool, reason string) {
+func splitRecord(data []byte, field string) (raws []json.RawMessage, array bool, reason string) {
 	raws, array, err := cloudevent.Split(data)
+	var fe *cloudevent.FieldError
 	switch {
+	case errors.As(err, &fe) && fe.Field == "body":
+		return nil, array, field + ": " + fe.Problem
 	case err != nil:
 		return nil, array, err.Error()
 	case len(raws) == 0:

@@ -119,7 +119,7 @@ func TestReplayAfterLimitRaised(t *testing.T) {
 	marks := e.marks(t)
 	wantMarks := map[string]string{
 		"seq 1":      "stored | stored: 1 event",
-		"seq 2":      "invalid | still invalid: body: is not JSON",
+		"seq 2":      "invalid | still invalid: data: is not JSON",
 		"seq 3":      "invalid | still invalid: id: is 300 bytes; the limit is 256",
 		"seq 4#0":    "stored | stored: 1 event",
 		"req-1#1":    "stored | stored: 1 event",

@@ -382,7 +382,9 @@
         stroke: colour(series[i], i),
         fill: stacked ? colour(series[i], i) + 'd0' : undefined,
         width: stacked ? 1 : 1.5,
-        points: { show: false },
+        // A bucket whose neighbours are empty draws a spike one bucket
+        // wide: at 1,440 buckets a hairline. It gets a dot instead.
+        points: { show: false, size: 7, width: 1, fill: colour(series[i], i), filter: (u, si) => lone(u, raw[si - 1]) },
         value: (u, v, si, idx) => (idx == null ? '–' : nf.format(raw[si - 1][idx])),
       }))),
       bands,
@@ -397,6 +399,18 @@
       },
     });
     plot = new uPlot(opts, [xs].concat(out), el);
+  }
+
+  // lone lists the buckets of counts ys that hold events between two that
+  // hold none, when a bucket is under 6 px wide; null when there are none
+  // (uPlot then draws no points).
+  function lone(u, ys) {
+    if (u.bbox.width / ys.length >= 6 * devicePixelRatio) return null;
+    const out = [];
+    for (let i = 0; i < ys.length; i++) {
+      if (ys[i] > 0 && !(ys[i - 1] > 0) && !(ys[i + 1] > 0)) out.push(i);
+    }
+    return out.length ? out : null;
   }
 
   // otherLabel names the API's "other" series: the events of the types it

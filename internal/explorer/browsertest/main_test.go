@@ -97,6 +97,10 @@ const (
 	ManyTypesCount = 300
 )
 
+// Lone is a source of one event in the last 24 hours: its chart has one
+// bucket of 1,440 that is not zero.
+const Lone = "door-sensor"
+
 // Events is how many events Checkout gets: enough for a full chart and for
 // paging through 1,000.
 const Events = 3000
@@ -148,6 +152,13 @@ func startServer(t *testing.T) (fixture, error) {
 		return f, err
 	}
 	if err := waitCounted(base, ManyTypes, f.many); err != nil {
+		return f, err
+	}
+	lone := fmt.Sprintf(`{"id":"d-1","source":%q,"type":"com.example.door.opened","time":%q}`, Lone, time.Now().Add(-5*time.Hour).UTC().Format(time.RFC3339))
+	if err := post(base, "application/json", []byte(lone), http.StatusAccepted); err != nil {
+		return f, err
+	}
+	if err := waitCounted(base, Lone, 1); err != nil {
 		return f, err
 	}
 	// A record that is not UTF-8, for the quarantine's hex view.
