@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -117,6 +118,42 @@ func throttled(err error) bool {
 		le *types.LimitExceededException // too many control-plane operations at once
 	)
 	return errors.As(err, &pt) || errors.As(err, &rl) || errors.As(err, &th) || errors.As(err, &le)
+}
+
+// KeyHeat says whether a throttling error is laid on partition keys, a
+// hot key that a writer should pace, rather than on a whole table, index
+// or account, which no pace of one key relieves: back off instead.
+// DynamoDB's ThrottlingReasons say which (TroubleshootingThrottling in its
+// developer guide): a reason ending in KeyRangeThroughputExceeded is a hot
+// key; AccountLimitExceeded, MaxOnDemandThroughputExceeded and
+// ProvisionedThroughputExceeded are a table's or an index's. Without
+// reasons, a ProvisionedThroughputExceededException is key heat (on an
+// on-demand table it is the partition's ceiling); RequestLimitExceeded,
+// ThrottlingException and LimitExceededException are not.
+func KeyHeat(err error) bool {
+	var (
+		pt *types.ProvisionedThroughputExceededException
+		rl *types.RequestLimitExceeded
+		th *types.ThrottlingException
+	)
+	var reasons []types.ThrottlingReason
+	switch {
+	case errors.As(err, &pt):
+		if len(pt.ThrottlingReasons) == 0 {
+			return true
+		}
+		reasons = pt.ThrottlingReasons
+	case errors.As(err, &rl):
+		reasons = rl.ThrottlingReasons
+	case errors.As(err, &th):
+		reasons = th.ThrottlingReasons
+	}
+	for _, r := range reasons {
+		if strings.HasSuffix(aws.ToString(r.Reason), "KeyRangeThroughputExceeded") {
+			return true
+		}
+	}
+	return false
 }
 
 func serverFault(err error) bool {

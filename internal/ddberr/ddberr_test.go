@@ -115,3 +115,49 @@ func TestClassString(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyHeat: DynamoDB's throttling answers, with the ThrottlingReasons it
+// sends, as the SDK reads them: a hot key is paced, a table's or the
+// account's limit is backed off from.
+func TestKeyHeat(t *testing.T) {
+	const arn = "arn:aws:dynamodb:us-east-1:000000000000:table/t"
+	for _, c := range []struct {
+		code, reasons string
+		heat          bool
+	}{
+		{"ProvisionedThroughputExceededException", ``, true},
+		{"ProvisionedThroughputExceededException", `[{"reason":"TableWriteKeyRangeThroughputExceeded","resource":"` + arn + `"}]`, true},
+		{"ProvisionedThroughputExceededException", `[{"reason":"IndexWriteKeyRangeThroughputExceeded","resource":"` + arn + `/index/g"}]`, true},
+		{"ProvisionedThroughputExceededException", `[{"reason":"TableWriteProvisionedThroughputExceeded","resource":"` + arn + `"}]`, false},
+		{"ThrottlingException", `[{"reason":"TableWriteMaxOnDemandThroughputExceeded","resource":"` + arn + `"}]`, false},
+		{"ThrottlingException", `[{"reason":"TableWriteKeyRangeThroughputExceeded","resource":"` + arn + `"}]`, true},
+		{"ThrottlingException", ``, false},
+		{"RequestLimitExceeded", `[{"reason":"TableWriteAccountLimitExceeded","resource":"` + arn + `"}]`, false},
+		{"RequestLimitExceeded", ``, false},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.WriteHeader(400)
+			body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"throttled"`, c.code)
+			if c.reasons != "" {
+				field := "ThrottlingReasons"
+				if c.code == "ThrottlingException" {
+					field = "throttlingReasons" // so DynamoDB's model names it
+				}
+				body += `,"` + field + `":` + c.reasons
+			}
+			fmt.Fprint(w, body+"}")
+		}))
+		err := query(context.Background(), srv.URL)
+		srv.Close()
+		if Classify(err) != Throttled {
+			t.Fatalf("%s %s: class %v", c.code, c.reasons, Classify(err))
+		}
+		if got := KeyHeat(err); got != c.heat {
+			t.Errorf("%s %s: KeyHeat %v, want %v", c.code, c.reasons, got, c.heat)
+		}
+	}
+	if KeyHeat(errors.New("not DynamoDB's")) {
+		t.Error("an unknown error is key heat")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/faultproxy"
+	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/testdb"
 )
@@ -30,6 +31,8 @@ type env struct {
 	client *dynamodb.Client
 	h      apiHandler        // its API answers checked against the OpenAPI document
 	proxy  *faultproxy.Proxy // nil unless asked for
+	cfg    Config
+	via    string // the handler's endpoint: DynamoDB Local, or the proxy
 }
 
 // newEnv makes a fresh table and a handler on it, at fixtureNow. With
@@ -48,8 +51,18 @@ func newEnv(t *testing.T, proxied bool, edit func(*Config)) *env {
 	if edit != nil {
 		edit(&cfg)
 	}
+	e.cfg, e.via = cfg, endpoint
 	e.h = checked(t, New(cfg, testdb.Client(t, endpoint), Options{Now: func() time.Time { return fixtureNow }}))
 	return e
+}
+
+// compress gives e a handler whose clock, waits and pacing run speed times
+// faster than the wall from fixtureNow: a test of random faults, which
+// DynamoDB never answers at random, need not wait out the pace their keys
+// would need under real heat.
+func (e *env) compress(t *testing.T, speed float64) {
+	clk := &simClock{start: fixtureNow, real: time.Now(), speed: speed}
+	e.h = checked(t, New(e.cfg, testdb.Client(t, e.via), Options{Now: clk.now, Sleep: clk.sleep, Pacer: &pace.Pacer{Now: clk.now}}))
 }
 
 // scan returns every item of the table.

@@ -296,10 +296,13 @@ func TestTransientFailuresReportedBySequence(t *testing.T) {
 
 // TestThrottlingRetriedUntilStored: throttled and failing requests are
 // retried (by the SDK, then by the writer) and every event is stored once.
+// Compressed twenty times: two requests in three refused at random pace
+// their keys down to a few items a second.
 func TestThrottlingRetriedUntilStored(t *testing.T) {
 	for _, f := range []*faultproxy.Fault{faultproxy.Throttled, faultproxy.Throttling, faultproxy.LimitExceeded, faultproxy.ServerError} {
 		t.Run(f.Code, func(t *testing.T) {
 			e := newEnv(t, true, nil)
+			e.compress(t, 20)
 			e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 				if r.Op == "BatchWriteItem" && r.N%3 != 0 { // two of every three fail
 					return f, nil

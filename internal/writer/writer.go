@@ -371,11 +371,14 @@ func (w *Writer) attempt(ctx context.Context, items []item.Item, idx, pending []
 		r.fail(send, fmt.Errorf("write to table %s: %w", w.Table, err))
 	default:
 		left = send
-		if ddberr.Classify(err) == ddberr.Throttled {
+		if ddberr.Classify(err) == ddberr.Throttled && ddberr.KeyHeat(err) {
 			for n := range refused {
 				refused[n] = true
 			}
 		} else {
+			// A server fault, or throttling laid on the table or the
+			// account (RequestLimitExceeded, a table's on-demand
+			// maximum): no key's pace relieves it.
 			r.next.backOff = true
 		}
 	}
