@@ -77,6 +77,65 @@ func (v Values) Int(name string, lo, hi, def int) (int, error) {
 	return n, nil
 }
 
+// Required reads name, which must be given, non-empty and at most
+// maxBytes long.
+func (v Values) Required(name string, maxBytes int) (string, error) {
+	s, ok := v[name]
+	switch {
+	case !ok || s == "":
+		return "", Errorf(name, "is required")
+	case len(s) > maxBytes:
+		return "", Errorf(name, "is %d bytes; at most %d", len(s), maxBytes)
+	}
+	return s, nil
+}
+
+// Filter reads name as an optional exact-match filter: "" when absent, and
+// an error when given empty, which would match nothing.
+func (v Values) Filter(name string) (string, error) {
+	s, ok := v[name]
+	if ok && s == "" {
+		return "", Errorf(name, "is empty; leave it out to match every %s", name)
+	}
+	return s, nil
+}
+
+// Bool reads name as true or false (as strconv.ParseBool spells them), or
+// def when absent.
+func (v Values) Bool(name string, def bool) (bool, error) {
+	s, ok := v[name]
+	if !ok {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, Errorf(name, "is %q; want true or false", s)
+	}
+	return b, nil
+}
+
+// Choice reads name as one of choices, or def when absent.
+func (v Values) Choice(name, def string, choices ...string) (string, error) {
+	s, ok := v[name]
+	if !ok {
+		return def, nil
+	}
+	for _, c := range choices {
+		if s == c {
+			return s, nil
+		}
+	}
+	return "", Errorf(name, "is %q; want %s", s, orList(choices))
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
 // Time reads name as a time: RFC 3339, or integer epoch milliseconds (what
 // Grafana's ${__from} gives). ok is false when it is absent.
 func (v Values) Time(name string) (t time.Time, ok bool, err error) {
@@ -155,12 +214,13 @@ func (r Range) Check(max time.Duration) error {
 	}
 	if r.To.Sub(r.From) > max {
 		return Errorf("to", "the range from %s to %s is longer than %s; ask for shorter ranges",
-			r.From.Format(time.RFC3339Nano), r.To.Format(time.RFC3339Nano), days(max))
+			r.From.Format(time.RFC3339Nano), r.To.Format(time.RFC3339Nano), Days(max))
 	}
 	return nil
 }
 
-func days(d time.Duration) string {
+// Days writes d as whole days when it is, as the range errors do: "31 days".
+func Days(d time.Duration) string {
 	if d%(24*time.Hour) == 0 {
 		return fmt.Sprintf("%d days", d/(24*time.Hour))
 	}

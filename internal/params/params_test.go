@@ -79,3 +79,37 @@ func TestInt(t *testing.T) {
 		t.Errorf("default: %d %v", n, err)
 	}
 }
+
+func TestRequiredFilterBoolChoice(t *testing.T) {
+	v, _ := Parse("source=s&type=&consistent=TRUE&order=up", "source", "type", "subject", "consistent", "order")
+	if s, err := v.Required("source", 1); s != "s" || err != nil {
+		t.Errorf("required: %q %v", s, err)
+	}
+	for name, want := range map[string]string{
+		"subject": "subject: is required",
+		"source":  "source: is 1 bytes; at most 0",
+	} {
+		max := 0
+		if _, err := v.Required(name, max); err == nil || err.Error() != want {
+			t.Errorf("required %s: got %v, want %q", name, err, want)
+		}
+	}
+	if _, err := v.Filter("type"); err == nil || err.Error() != "type: is empty; leave it out to match every type" {
+		t.Errorf("empty filter: %v", err)
+	}
+	if s, err := v.Filter("subject"); s != "" || err != nil {
+		t.Errorf("absent filter: %q %v", s, err)
+	}
+	if b, err := v.Bool("consistent", false); !b || err != nil {
+		t.Errorf("bool: %v %v", b, err)
+	}
+	if _, err := v.Choice("order", "desc", "asc", "desc"); err == nil || err.Error() != `order: is "up"; want asc or desc` {
+		t.Errorf("choice: %v", err)
+	}
+	if s, err := v.Choice("absent", "desc", "asc", "desc"); s != "desc" || err != nil {
+		t.Errorf("choice default: %q %v", s, err)
+	}
+	if got := orList([]string{"1m", "5m", "15m"}); got != "1m, 5m or 15m" {
+		t.Errorf("orList: %q", got)
+	}
+}
