@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"time"
+
+	"github.com/shardline/shardline/internal/params"
 )
 
 // Cursor is the position after the last event of a page, bound to the query
@@ -91,7 +93,7 @@ func (k *Keys) mac(b []byte) []byte {
 // Decode verifies and reads a cursor. It checks integrity only; bind checks
 // that it belongs to the query.
 func (k *Keys) Decode(s string) (*Cursor, error) {
-	bad := perr("cursor", "is not a cursor this API issued (malformed or altered); start again without it")
+	bad := params.Errorf("cursor", "is not a cursor this API issued (malformed or altered); start again without it")
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	const fixed = 3 + 8*3 + 16
 	if err != nil || len(b) < fixed+1+macLen {
@@ -127,19 +129,19 @@ func (k *Keys) Decode(s string) (*Cursor, error) {
 // the pages of one listing must not).
 func (c *Cursor) bind(kind Kind, p *Params) error {
 	if c.kind != kind || c.digest != digest(kind, p) {
-		return perr("cursor", "belongs to another query (source, type or subject differ); start again without it")
+		return params.Errorf("cursor", "belongs to another query (source, type or subject differ); start again without it")
 	}
 	if c.order != p.Order {
-		return perr("cursor", "was issued for order=%s; keep the order while paging", c.order)
+		return params.Errorf("cursor", "was issued for order=%s; keep the order while paging", c.order)
 	}
 	if !p.explicitRange {
 		p.From, p.To = c.from, c.to
 	} else if !p.From.Equal(c.from) || !p.To.Equal(c.to) {
-		return perr("cursor", "was issued for the range %s to %s; keep from and to while paging",
+		return params.Errorf("cursor", "was issued for the range %s to %s; keep from and to while paging",
 			c.from.Format(time.RFC3339Nano), c.to.Format(time.RFC3339Nano))
 	}
 	if c.Time.Before(p.From) || !c.Time.Before(p.To) {
-		return perr("cursor", "points outside its range")
+		return params.Errorf("cursor", "points outside its range")
 	}
 	return nil
 }

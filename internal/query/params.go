@@ -1,13 +1,10 @@
 package query
 
 import (
-	"github.com/shardline/shardline/internal/params"
-	"net/url"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/params"
 )
 
 // Bounds of the query parameters.
@@ -45,8 +42,6 @@ type Params struct {
 // answers with a 400.
 type ParamError = params.Error
 
-func perr(param, format string, args ...any) error { return params.Errorf(param, format, args...) }
-
 // Kind is what a query reads: events of a source, or the quarantine.
 type Kind byte
 
@@ -56,164 +51,71 @@ const (
 	Quarantine Kind = 'Q'
 )
 
-var allowed = map[Kind]map[string]bool{
-	Events:     {"source": true, "from": true, "to": true, "limit": true, "order": true, "type": true, "subject": true, "consistent": true, "cursor": true},
-	Quarantine: {"from": true, "to": true, "limit": true, "order": true, "cursor": true},
+// allowed lists the parameters each kind takes, in the order the API
+// reference gives them.
+var allowed = map[Kind][]string{
+	Events:     {"source", "from", "to", "limit", "order", "type", "subject", "consistent", "cursor"},
+	Quarantine: {"from", "to", "limit", "order", "cursor"},
 }
 
-// ParseParams reads a raw query string for kind. now sets the default range
-// (the hour before now); keys verifies cursors. Every error is a
-// *ParamError naming the parameter.
+// ParseParams reads a raw query string for kind with internal/params, as
+// every read route does. now sets the default range (the hour before now);
+// keys verifies cursors. Every error is a *ParamError naming the
+// parameter.
 func ParseParams(kind Kind, rawQuery string, now time.Time, keys *Keys) (Params, error) {
 	p := Params{Limit: DefaultLimit, Order: Desc}
-	vals, err := values(kind, rawQuery)
+	vals, err := params.Parse(rawQuery, allowed[kind]...)
 	if err != nil {
 		return p, err
 	}
 	if kind == Events {
-		if err := vals.selection(&p); err != nil {
+		if err := selection(vals, &p); err != nil {
 			return p, err
 		}
 	}
-	if err := vals.paging(&p); err != nil {
+	if err := paging(vals, &p); err != nil {
 		return p, err
 	}
-	if err := vals.timeRange(&p, now); err != nil {
-		return p, err
-	}
-	return p, vals.cursor(kind, &p, keys)
-}
-
-// rawParams are the parameters of a query string, each given once.
-type rawParams url.Values
-
-// values parses rawQuery, and refuses a parameter that kind does not take,
-// one given twice, and one that is not UTF-8.
-func values(kind Kind, rawQuery string) (rawParams, error) {
-	vals, err := url.ParseQuery(rawQuery)
+	rg, err := vals.Range(now, DefaultRange, MaxRange)
 	if err != nil {
-		return nil, perr("query", "cannot be parsed: %v", err)
+		return p, err
 	}
-	for name, vs := range vals {
-		if name == "" {
-			return nil, perr("query", "has a value with no parameter name")
-		}
-		if !allowed[kind][name] {
-			return nil, perr(name, "is not a parameter here; see the API reference, docs/api.md")
-		}
-		if len(vs) > 1 {
-			return nil, perr(name, "is given %d times; give it once", len(vs))
-		}
-		if !utf8.ValidString(vs[0]) {
-			return nil, perr(name, "is not valid UTF-8")
-		}
-	}
-	return rawParams(vals), nil
-}
-
-// get is the value of the parameter name, and whether it was given.
-func (v rawParams) get(name string) (string, bool) {
-	vs, ok := v[name]
-	if !ok {
-		return "", false
-	}
-	return vs[0], true
+	p.From, p.To, p.explicitRange = rg.From, rg.To, rg.Explicit
+	return p, cursor(vals, kind, &p, keys)
 }
 
 // selection reads which events: source, the type and subject filters, and
 // consistent.
-func (v rawParams) selection(p *Params) error {
-	src, ok := v.get("source")
-	switch {
-	case !ok || src == "":
-		return perr("source", "is required")
-	case len(src) > cloudevent.MaxAttrBytes:
-		return perr("source", "is %d bytes; sources are at most %d", len(src), cloudevent.MaxAttrBytes)
+func selection(v params.Values, p *Params) (err error) {
+	if p.Source, err = v.Required("source", cloudevent.MaxAttrBytes); err != nil {
+		return err
 	}
-	p.Source = src
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"type", &p.Type}, {"subject", &p.Subject}} {
-		if s, ok := v.get(f.name); ok {
-			if s == "" {
-				return perr(f.name, "is empty; leave it out to match every %s", f.name)
-			}
-			*f.dst = s
-		}
+	if p.Type, err = v.Filter("type"); err != nil {
+		return err
 	}
-	if s, ok := v.get("consistent"); ok {
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return perr("consistent", "is %q; want true or false", s)
-		}
-		p.Consistent = b
+	if p.Subject, err = v.Filter("subject"); err != nil {
+		return err
 	}
-	return nil
+	p.Consistent, err = v.Bool("consistent", false)
+	return err
 }
 
 // paging reads limit and order.
-func (v rawParams) paging(p *Params) error {
-	if s, ok := v.get("limit"); ok {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxLimit {
-			return perr("limit", "is %q; want a whole number from 1 to %d", s, MaxLimit)
-		}
-		p.Limit = n
+func paging(v params.Values, p *Params) (err error) {
+	if p.Limit, err = v.Int("limit", 1, MaxLimit, DefaultLimit); err != nil {
+		return err
 	}
-	if s, ok := v.get("order"); ok {
-		switch Order(s) {
-		case Asc, Desc:
-			p.Order = Order(s)
-		default:
-			return perr("order", "is %q; want asc or desc", s)
-		}
-	}
-	return nil
-}
-
-// timeRange reads from and to. A bound left out is the other less or plus
-// DefaultRange, or now.
-func (v rawParams) timeRange(p *Params, now time.Time) error {
-	fromS, hasFrom := v.get("from")
-	toS, hasTo := v.get("to")
-	p.explicitRange = hasFrom || hasTo
-	var err error
-	if hasFrom {
-		if p.From, err = parseTime("from", fromS); err != nil {
-			return err
-		}
-	}
-	if hasTo {
-		if p.To, err = parseTime("to", toS); err != nil {
-			return err
-		}
-	}
-	switch {
-	case hasFrom && !hasTo:
-		p.To = now.UTC()
-	case hasTo && !hasFrom:
-		p.From = p.To.Add(-DefaultRange)
-	case !hasFrom && !hasTo:
-		p.To = now.UTC()
-		p.From = p.To.Add(-DefaultRange)
-	}
-	if !p.From.Before(p.To) {
-		return perr("from", "%s is not before to %s", p.From.Format(time.RFC3339Nano), p.To.Format(time.RFC3339Nano))
-	}
-	if p.To.Sub(p.From) > MaxRange {
-		return perr("to", "the range from %s to %s is longer than 31 days; page through shorter ranges",
-			p.From.Format(time.RFC3339Nano), p.To.Format(time.RFC3339Nano))
-	}
-	return nil
+	o, err := v.Choice("order", string(Desc), string(Asc), string(Desc))
+	p.Order = Order(o)
+	return err
 }
 
 // cursor reads the cursor, checks that it belongs to the query, and takes
 // its range when the query left the range to the default. That range is
 // checked as the parameters' is: a cursor is signed, but a signature
 // proves only who made it, and an old or leaked key could sign any range.
-func (v rawParams) cursor(kind Kind, p *Params, keys *Keys) error {
-	s, ok := v.get("cursor")
+func cursor(v params.Values, kind Kind, p *Params, keys *Keys) error {
+	s, ok := v.Get("cursor")
 	if !ok {
 		return nil
 	}
@@ -224,14 +126,10 @@ func (v rawParams) cursor(kind Kind, p *Params, keys *Keys) error {
 	if err := c.bind(kind, p); err != nil {
 		return err
 	}
-	if !p.From.Before(p.To) || p.To.Sub(p.From) > MaxRange {
-		return perr("cursor", "carries the range %s to %s, which is empty or longer than 31 days; start again without it",
-			p.From.Format(time.RFC3339Nano), p.To.Format(time.RFC3339Nano))
+	if (params.Range{From: p.From, To: p.To}).Check(MaxRange) != nil {
+		return params.Errorf("cursor", "carries the range %s to %s, which is empty or longer than %s; start again without it",
+			p.From.Format(time.RFC3339Nano), p.To.Format(time.RFC3339Nano), params.Days(MaxRange))
 	}
 	p.Cursor = c
 	return nil
 }
-
-// parseTime reads a time as RFC 3339 or epoch milliseconds, as every read
-// route does.
-func parseTime(name, s string) (time.Time, error) { return params.ParseTime(name, s) }
