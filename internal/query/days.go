@@ -13,6 +13,9 @@ import (
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
+// The planner's day reads: what it knows of each day of the range, from the
+// page's own reads, the container's cache, or a read.
+
 // dayCache keeps, per container, what the reader learned of each (stream,
 // day): its schedule, its hour index and hints. An entry is trusted for
 // shardmap.CacheFor, and only to include what it names: a schedule only
@@ -64,13 +67,13 @@ type dayMemo struct {
 // day is what the page knows of day: from this page's own reads, the
 // container's cache unless fresh is asked for, or a read (one request).
 // A page reads a day afresh at most once.
-func (rn *run) day(ctx context.Context, day string, fresh bool) (shardmap.Day, error) {
-	s := rn.stream()
+func (pl *planner) day(ctx context.Context, day string, fresh bool) (shardmap.Day, error) {
+	s := pl.stream
 	key := s.MetaPK(day)
-	m := rn.memo
+	m := &pl.memo
 	for {
 		m.mu.Lock()
-		if d, ok := rn.knownLocked(key, fresh); ok {
+		if d, ok := pl.knownLocked(key, fresh); ok {
 			m.mu.Unlock()
 			return d, nil
 		}
@@ -87,7 +90,7 @@ func (rn *run) day(ctx context.Context, day string, fresh bool) (shardmap.Day, e
 			return shardmap.Day{}, ctx.Err()
 		}
 	}
-	d, err := rn.readDay(ctx, s, day)
+	d, err := pl.reqs.readDay(ctx, s, day)
 	m.mu.Lock()
 	if err == nil {
 		m.days[key] = d
@@ -100,7 +103,7 @@ func (rn *run) day(ctx context.Context, day string, fresh bool) (shardmap.Day, e
 		return shardmap.Day{}, err
 	}
 	if d.Sched != nil {
-		rn.r.days.put(key, d, rn.r.Now())
+		pl.cache.put(key, d, pl.now())
 	}
 	return d, nil
 }
@@ -108,13 +111,13 @@ func (rn *run) day(ctx context.Context, day string, fresh bool) (shardmap.Day, e
 // knownLocked is what the page knows of the day of key without a read:
 // from its own reads, or from the container's cache unless fresh is asked
 // for (the page then keeps it). The memo's lock is held.
-func (rn *run) knownLocked(key string, fresh bool) (shardmap.Day, bool) {
-	m := rn.memo
+func (pl *planner) knownLocked(key string, fresh bool) (shardmap.Day, bool) {
+	m := &pl.memo
 	if d, ok := m.days[key]; ok && (m.fresh[key] || !fresh) {
 		return d, true
 	}
 	if !fresh {
-		if d, ok := rn.r.days.get(key, rn.r.Now()); ok {
+		if d, ok := pl.cache.get(key, pl.now()); ok {
 			m.days[key] = d
 			return d, true
 		}
@@ -124,12 +127,12 @@ func (rn *run) knownLocked(key string, fresh bool) (shardmap.Day, bool) {
 
 // known says whether the page knows day without a read, or has one under
 // way.
-func (rn *run) known(day string, fresh bool) bool {
-	key := rn.stream().MetaPK(day)
-	rn.memo.mu.Lock()
-	defer rn.memo.mu.Unlock()
-	_, ok := rn.knownLocked(key, fresh)
-	_, busy := rn.memo.busy[key]
+func (pl *planner) known(day string, fresh bool) bool {
+	key := pl.stream.MetaPK(day)
+	pl.memo.mu.Lock()
+	defer pl.memo.mu.Unlock()
+	_, ok := pl.knownLocked(key, fresh)
+	_, busy := pl.memo.busy[key]
 	return ok || busy
 }
 
@@ -138,12 +141,12 @@ func (rn *run) known(day string, fresh bool) bool {
 // readDay is: a range of quiet days costs one request rather than one a
 // day. The days then come from the page's memo, as if each had been read
 // afresh on its own.
-func (rn *run) prefetch(ctx context.Context, days []string, fresh bool) error {
-	s := rn.stream()
+func (pl *planner) prefetch(ctx context.Context, days []string, fresh bool) error {
+	s := pl.stream
 	var todo []string
 	var keys []map[string]types.AttributeValue
 	for _, day := range days {
-		if !rn.known(day, fresh) {
+		if !pl.known(day, fresh) {
 			todo = append(todo, day)
 			keys = append(keys, shardmap.DayKeys(s, day)...)
 		}
@@ -151,7 +154,7 @@ func (rn *run) prefetch(ctx context.Context, days []string, fresh bool) error {
 	if len(todo) < 2 {
 		return nil // one day is one Query, as readDay makes it
 	}
-	got, err := rn.batchGet(ctx, keys, nil, true)
+	got, err := pl.reqs.batchGet(ctx, keys, nil, true)
 	if err != nil {
 		return fmt.Errorf("shard records of %s to %s: %w", todo[0], todo[len(todo)-1], err)
 	}
@@ -169,7 +172,7 @@ func (rn *run) prefetch(ctx context.Context, days []string, fresh bool) error {
 		}
 		read[day] = d
 	}
-	m := rn.memo
+	m := &pl.memo
 	m.mu.Lock()
 	for day, d := range read {
 		key := s.MetaPK(day)
@@ -180,48 +183,34 @@ func (rn *run) prefetch(ctx context.Context, days []string, fresh bool) error {
 	m.mu.Unlock()
 	for day, d := range read {
 		if d.Sched != nil {
-			rn.r.days.put(s.MetaPK(day), d, rn.r.Now())
+			pl.cache.put(s.MetaPK(day), d, pl.now())
 		}
 	}
 	return nil
 }
 
-// readDay reads day's shard record and hour index: one request.
-func (rn *run) readDay(ctx context.Context, s bucketing.Stream, day string) (shardmap.Day, error) {
-	if err := rn.acquire(ctx); err != nil {
-		return shardmap.Day{}, err
-	}
-	defer rn.release()
-	d, rcu, err := shardmap.ReadDay(ctx, rn.r.Client, rn.r.Table, s, day)
-	rn.count(1, rcu)
-	if err != nil {
-		return shardmap.Day{}, fmt.Errorf("shard record for %s: %w", day, err)
-	}
-	return d, nil
-}
-
-// hint is a lower bound of the events in the bucket starting at start on
-// the run's path (on a GSI day bucket, the first hour's bucket holds the
-// day's), from what the page already read of its day; -1 when the
-// page does not know. It never reads: it only keeps a page from opening
+// hint is a lower bound of the events in the step-long bucket starting at
+// start (on a GSI day bucket, the first hour's bucket holds the day's),
+// from what the page already read of its day; -1 when the page does not
+// know. It never reads: it only keeps a page from opening
 // buckets ahead that its hints say it will not need (window.go).
-func (rn *run) hint(start time.Time) int {
-	key := rn.stream().MetaPK(bucketing.Day(start))
-	rn.memo.mu.Lock()
-	d, ok := rn.memo.days[key]
-	rn.memo.mu.Unlock()
+func (pl *planner) hint(start time.Time, step time.Duration) int {
+	key := pl.stream.MetaPK(bucketing.Day(start))
+	pl.memo.mu.Lock()
+	d, ok := pl.memo.days[key]
+	pl.memo.mu.Unlock()
 	if !ok || d.Sched == nil {
 		return -1
 	}
-	if rn.via.step() == time.Hour { // the GSI: hour buckets, or a day's
+	if step == time.Hour { // the GSI: hour buckets, or a day's
 		if !d.Sched[0].DayBucket {
 			return d.Hint(start.UTC().Hour())
 		}
-		if !start.Equal(rn.firstHour(start)) {
+		if !start.Equal(pl.firstHour(start)) {
 			return 0 // the day's bucket went with its first hour
 		}
 	}
-	from, to := rn.dayRange(start)
+	from, to := pl.dayRange(start)
 	n := 0
 	for t := from.Truncate(time.Hour); t.Before(to); t = t.Add(time.Hour) {
 		h := d.Hint(t.UTC().Hour())
@@ -234,22 +223,33 @@ func (rn *run) hint(start time.Time) int {
 }
 
 // dayRange is the part of the page's span on the day of t.
-func (rn *run) dayRange(t time.Time) (from, to time.Time) {
+func (pl *planner) dayRange(t time.Time) (from, to time.Time) {
 	start := t.UTC().Truncate(24 * time.Hour)
-	return maxTime(start, rn.b.from), minTime(start.Add(24*time.Hour), rn.b.to)
+	return maxTime(start, pl.b.from), minTime(start.Add(24*time.Hour), pl.b.to)
 }
 
 // marked is what the page knows of day, and whether the day may hold
 // events in [from, to), which lies within it: from the cache (unless
 // fresh) when that says it may, afresh otherwise, since a cached day is
 // trusted only to include an hour.
-func (rn *run) marked(ctx context.Context, day string, from, to time.Time, fresh bool) (shardmap.Day, bool, error) {
-	d, err := rn.day(ctx, day, fresh)
+func (pl *planner) marked(ctx context.Context, day string, from, to time.Time, fresh bool) (shardmap.Day, bool, error) {
+	d, err := pl.day(ctx, day, fresh)
 	if err == nil && (d.Sched == nil || !anyMarked(d, from, to)) {
-		d, err = rn.day(ctx, day, true) // what the page knows may be older than a mark
+		d, err = pl.day(ctx, day, true) // what the page knows may be older than a mark
 	}
 	if err != nil || d.Sched == nil || !anyMarked(d, from, to) {
 		return d, false, err
 	}
 	return d, true, nil
+}
+
+// firstHour is the start of the first hour bucket the page visits of the
+// day of t: the range's first on the day in ascending order, its last in
+// descending order.
+func (pl *planner) firstHour(t time.Time) time.Time {
+	from, to := pl.dayRange(t)
+	if pl.p.Order == Asc {
+		return from.Truncate(time.Hour)
+	}
+	return to.Add(-time.Nanosecond).Truncate(time.Hour)
 }

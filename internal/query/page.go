@@ -2,7 +2,9 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -40,15 +42,28 @@ func (c *collector) full() bool {
 // need is how many more rows the page can use.
 func (c *collector) need() int { return c.limit + 1 - len(c.rows) }
 
-// page reads the run's page on its path.
-func (rn *run) page(ctx context.Context, reason string) (Page, error) {
-	p := rn.p
-	rows, err := rn.collect(ctx)
-	if err == nil && rn.via.lean() {
-		err = rn.fill(ctx, rows[:min(len(rows), p.Limit)])
+// pageReader reads one page of a range on one path, as its planner
+// planned it: it opens the path's buckets in order (window.go), merges
+// their partitions (segment.go), fills what a lean GSI left out (fill.go),
+// and cuts the page to its limit and its payload budget.
+type pageReader struct {
+	kind Kind
+	p    *Params
+	via  path
+	b    bounds
+	plan *planner
+	reqs *requests
+}
+
+// page reads the page on its path.
+func (pr *pageReader) page(ctx context.Context, reason string) (Page, error) {
+	p := pr.p
+	rows, err := pr.collect(ctx)
+	if err == nil && pr.via.lean() {
+		err = pr.fill(ctx, rows[:min(len(rows), p.Limit)])
 	}
 	if err != nil {
-		return rn.result(nil, reason), rn.fail(ctx, err)
+		return pr.result(nil, reason), failed(ctx, err)
 	}
 	rows, more := cut(rows, p.Limit, PageBytes)
 	var items []map[string]types.AttributeValue
@@ -57,19 +72,19 @@ func (rn *run) page(ctx context.Context, reason string) (Page, error) {
 			items = append(items, rw.item)
 		}
 	}
-	pg := rn.result(items, reason)
+	pg := pr.result(items, reason)
 	if more {
-		if pg.Next, err = rn.cursorAfter(rows[len(rows)-1]); err != nil {
-			return rn.result(nil, reason), err
+		if pg.Next, err = pr.cursorAfter(rows[len(rows)-1]); err != nil {
+			return pr.result(nil, reason), err
 		}
 	}
 	return pg, nil
 }
 
 // collect merges the range's segments, in order, into the page's rows.
-func (rn *run) collect(ctx context.Context) ([]row, error) {
-	pg := &collector{limit: rn.p.Limit, budget: PageBytes}
-	w := rn.window(ctx, buckets(rn.b.from, rn.b.to, rn.via.step(), rn.p.Order))
+func (pr *pageReader) collect(ctx context.Context) ([]row, error) {
+	pg := &collector{limit: pr.p.Limit, budget: PageBytes}
+	w := newWindow(ctx, pr, buckets(pr.b.from, pr.b.to, pr.via.step(), pr.p.Order))
 	defer w.close()
 	for !pg.full() {
 		seg, err := w.next(pg.need())
@@ -79,7 +94,7 @@ func (rn *run) collect(ctx context.Context) ([]row, error) {
 		if seg == nil {
 			break
 		}
-		if err := rn.merge(ctx, seg, pg); err != nil {
+		if err := pr.merge(ctx, seg, pg); err != nil {
 			return nil, err
 		}
 	}
@@ -103,10 +118,67 @@ func cut(rows []row, limit, budget int) (page []row, more bool) {
 // cursorAfter is the cursor of the page that follows rw. It comes from the
 // index's own keys, so it stays right even if rw's event expired before it
 // could be fetched.
-func (rn *run) cursorAfter(rw row) (*Cursor, error) {
+func (pr *pageReader) cursorAfter(rw row) (*Cursor, error) {
 	t, id, err := bucketing.ParseSortKey(rw.sk)
 	if err != nil {
 		return nil, fmt.Errorf("query: stored sort key %q: %w", rw.sk, err)
 	}
-	return next(rn.kind, rn.p, t, id), nil
+	return next(pr.kind, pr.p, t, id), nil
+}
+
+// result is the page of items, with the plan of every request the page
+// (its planner's included) made so far.
+func (pr *pageReader) result(items []map[string]types.AttributeValue, reason string) Page {
+	n, rcu := pr.reqs.total()
+	return Page{Items: items, Plan: Plan{Path: pr.via.name(), Reason: reason, Requests: n, ConsumedRCU: rcu}}
+}
+
+// failed says whether err is the deadline's: then the caller answers that
+// the page could not be read in time.
+func failed(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %v", ErrDeadline, err)
+	}
+	return err
+}
+
+// bounds is what a page of p reads: the part of the range after the
+// cursor, as a span of time and as sort-key bounds.
+type bounds struct {
+	from, to time.Time // the span: from inclusive, to exclusive
+	lo, hi   string    // sort key bounds, inclusive
+	skip     string    // the sort key of the cursor's event, already returned
+}
+
+// boundsOf is the whole range on a first page; after a cursor, the part
+// from the cursor's event on (asc) or back (desc). The cursor's event is
+// inside the key bounds, so that the page starts at it exactly whatever
+// else shares its time, and is skipped.
+func boundsOf(p *Params) bounds {
+	b := bounds{from: p.From, to: p.To, lo: bucketing.FormatTime(p.From)}
+	b.hi = bucketing.FormatTime(p.To.Add(-time.Nanosecond)) + "$" // above every key of the last instant
+	if c := p.Cursor; c != nil {
+		b.skip = bucketing.SortKey(c.Time, c.ID)
+		if p.Order == Asc {
+			b.lo, b.from = b.skip, c.Time
+		} else {
+			b.hi, b.to = b.skip, c.Time.Add(time.Nanosecond)
+		}
+	}
+	return b
+}
+
+// buckets lists the starts of the step-long buckets that overlap [from, to),
+// in the order o reads them.
+func buckets(from, to time.Time, step time.Duration, o Order) []time.Time {
+	var out []time.Time
+	for t := from.Truncate(step); t.Before(to); t = t.Add(step) {
+		out = append(out, t)
+	}
+	if o == Desc {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out
 }

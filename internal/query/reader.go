@@ -1,26 +1,16 @@
-// Package query is the query function: it reads pages of a source's events
-// through the GSI or, for strongly consistent reads and when the GSI cannot
-// serve, through a scatter-gather over the base table's shards; and it lists
-// the quarantine.
-//
-// A page is read in steps, each in its own file: plan.go chooses the path
-// and the buckets of the range; window.go opens the buckets' segments in
-// order, a few ahead of need; segment.go reads a segment's partitions
-// lazily, a page of each at a time; merge.go merges them in key order into
-// the page; page.go cuts the page to its limit and to Lambda's payload
-// limit (size.go) and makes the cursor. gsi.go and scatter.go are the two
-// paths.
 package query
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/ddberr"
 	"github.com/shardline/shardline/internal/shardmap"
 )
 
@@ -75,12 +65,59 @@ type Reader struct {
 	once sync.Once
 }
 
+// Events reads one page of p.Source's events. A consistent page comes from
+// the base table's shards; any other from the path that costs fewer
+// requests (planner.go), and from the base table when the GSI cannot serve.
+func (r *Reader) Events(ctx context.Context, p Params) (Page, error) {
+	r.init()
+	if p.Consistent {
+		// The estimate's reads are the ones the page needs anyway; they
+		// let it open no more days ahead than their hints say it needs.
+		pr := r.newPage(Events, &p, scatter{consistent: true})
+		if _, err := pr.plan.estimate(ctx); err != nil {
+			return pr.result(nil, reasonConsistent), failed(ctx, err)
+		}
+		return pr.page(ctx, reasonConsistent)
+	}
+	pr := r.newPage(Events, &p, gsi{})
+	via, reason, err := pr.plan.choose(ctx)
+	if err != nil {
+		if !ddberr.IndexUnavailable(err) {
+			return pr.result(nil, reasonGSI), failed(ctx, err)
+		}
+		via, reason = gsi{}, reasonGSI // the fallback below reads the base table
+	}
+	pr.via = via
+	pg, err := pr.page(ctx, reason)
+	if err == nil || !ddberr.IndexUnavailable(err) || via.name() != PathGSI {
+		return pg, err
+	}
+	fb, err := r.newPage(Events, &p, scatter{}).page(ctx, fmt.Sprintf(reasonFallback, ddberr.Code(err)))
+	fb.Plan.Requests += pg.Plan.Requests
+	fb.Plan.ConsumedRCU += pg.Plan.ConsumedRCU
+	return fb, err
+}
+
+// Quarantine reads one page of the quarantine, by time received.
+func (r *Reader) Quarantine(ctx context.Context, p Params) (Page, error) {
+	r.init()
+	return r.newPage(Quarantine, &p, scatter{consistent: true}).page(ctx, reasonQuarantine)
+}
+
 func (r *Reader) init() {
 	r.once.Do(func() {
 		if r.Now == nil {
 			r.Now = time.Now
 		}
 	})
+}
+
+// newPage is the reader of one page of p on path via, with its own
+// planner: what it learns of the range's days, and the requests it makes.
+func (r *Reader) newPage(kind Kind, p *Params, via path) *pageReader {
+	reqs := newRequests(r.Client, r.Table, r.Concurrency)
+	pl := newPlanner(r, kind, p, reqs)
+	return &pageReader{kind: kind, p: p, via: via, b: pl.b, plan: pl, reqs: reqs}
 }
 
 func str(v types.AttributeValue) string {

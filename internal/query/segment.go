@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -55,37 +54,37 @@ func share(n, k int) int {
 
 // open finds the segment's partitions and reads the first page of each,
 // asking each for its share of n items.
-func (rn *run) open(ctx context.Context, seg *segment, n int) {
+func (pr *pageReader) open(ctx context.Context, seg *segment, n int) {
 	defer close(seg.ready)
-	pks, err := rn.via.partitions(ctx, rn, seg.start)
+	pks, err := pr.via.partitions(ctx, pr.plan, seg.start)
 	if err != nil {
 		seg.err = err
 		return
 	}
 	for _, pk := range pks {
-		seg.parts = append(seg.parts, &partition{in: rn.input(pk)})
+		seg.parts = append(seg.parts, &partition{in: pr.input(pk)})
 	}
-	seg.err = rn.fetch(ctx, seg.parts, share(n, len(seg.parts)))
+	seg.err = pr.fetch(ctx, seg.parts, share(n, len(seg.parts)))
 }
 
 // input is the Query of partition pk within the page's bounds, with the
 // page's filters. User input travels in expression attribute values only.
-func (rn *run) input(pk string) dynamodb.QueryInput {
+func (pr *pageReader) input(pk string) dynamodb.QueryInput {
 	in := dynamodb.QueryInput{
-		TableName:                aws.String(rn.r.Table),
+		TableName:                aws.String(pr.reqs.table),
 		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
 		ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": &types.AttributeValueMemberS{Value: pk},
-			":lo": &types.AttributeValueMemberS{Value: rn.b.lo},
-			":hi": &types.AttributeValueMemberS{Value: rn.b.hi},
+			":lo": &types.AttributeValueMemberS{Value: pr.b.lo},
+			":hi": &types.AttributeValueMemberS{Value: pr.b.hi},
 		},
-		ScanIndexForward:       aws.Bool(rn.p.Order == Asc),
+		ScanIndexForward:       aws.Bool(pr.p.Order == Asc),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
-	rn.via.adapt(&in)
+	pr.via.adapt(&in)
 	var filters []string
-	for _, f := range []struct{ attr, val string }{{schema.Type, rn.p.Type}, {schema.Subject, rn.p.Subject}} {
+	for _, f := range []struct{ attr, val string }{{schema.Type, pr.p.Type}, {schema.Subject, pr.p.Subject}} {
 		if f.val == "" {
 			continue
 		}
@@ -102,7 +101,7 @@ func (rn *run) input(pk string) dynamodb.QueryInput {
 
 // fetch reads the next page of every drained partition, in parallel, each
 // of at most limit items.
-func (rn *run) fetch(ctx context.Context, parts []*partition, limit int) error {
+func (pr *pageReader) fetch(ctx context.Context, parts []*partition, limit int) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(parts))
 	for i, pt := range parts {
@@ -112,30 +111,21 @@ func (rn *run) fetch(ctx context.Context, parts []*partition, limit int) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = rn.fetchOne(ctx, pt, limit)
+			errs[i] = pr.fetchOne(ctx, pt, limit)
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-func (rn *run) fetchOne(ctx context.Context, pt *partition, limit int) error {
-	if err := rn.acquire(ctx); err != nil {
-		return err
-	}
-	defer rn.release()
+// fetchOne reads pt's next page, of at most limit items.
+func (pr *pageReader) fetchOne(ctx context.Context, pt *partition, limit int) error {
 	in := pt.in
 	in.Limit = aws.Int32(int32(limit))
-	out, err := rn.r.Client.Query(ctx, &in)
+	out, err := pr.reqs.query(ctx, &in)
 	if err != nil {
-		rn.count(1, 0)
-		return fmt.Errorf("query %s: %w", str(in.ExpressionAttributeValues[":pk"]), err)
+		return err
 	}
-	var rcu float64
-	if out.ConsumedCapacity != nil {
-		rcu = aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
-	}
-	rn.count(1, rcu)
 	pt.buf = append(pt.buf, out.Items...)
 	if len(out.LastEvaluatedKey) == 0 {
 		pt.done = true
@@ -143,4 +133,68 @@ func (rn *run) fetchOne(ctx context.Context, pt *partition, limit int) error {
 		pt.in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 	return nil
+}
+
+// merge moves the segment's items into the page in the page's order, until
+// the page is full or the segment is exhausted. The cursor's own event,
+// which the key condition includes, is passed over.
+func (pr *pageReader) merge(ctx context.Context, seg *segment, pg *collector) error {
+	for !pg.full() {
+		if err := pr.refill(ctx, seg, pg.need()); err != nil {
+			return err
+		}
+		pt := pr.head(seg.parts)
+		if pt == nil {
+			return nil
+		}
+		it := pt.buf[0]
+		pt.buf = pt.buf[1:]
+		if sk := str(it[schema.SK]); sk != pr.b.skip {
+			pg.add(row{item: it, sk: sk, size: pr.size(it)})
+		}
+	}
+	return nil
+}
+
+// refill reads on every drained partition of seg until each has an item
+// buffered or is exhausted: any of them may hold the next item. (A filter
+// can make a partition's page come back empty with more to read.) Each is
+// asked for its share of the n items the page can use, split between the
+// partitions that still have items to read.
+func (pr *pageReader) refill(ctx context.Context, seg *segment, n int) error {
+	for {
+		live, drained := 0, 0
+		for _, pt := range seg.parts {
+			if !pt.done {
+				live++
+			}
+			if pt.drained() {
+				drained++
+			}
+		}
+		if drained == 0 {
+			return nil
+		}
+		if err := pr.fetch(ctx, seg.parts, share(n, live)); err != nil {
+			return err
+		}
+	}
+}
+
+// head is the partition whose next item comes first in the page's order,
+// or nil when every partition is exhausted.
+func (pr *pageReader) head(parts []*partition) *partition {
+	asc := pr.p.Order == Asc
+	var best *partition
+	var bestSK string
+	for _, pt := range parts {
+		if len(pt.buf) == 0 {
+			continue
+		}
+		sk := str(pt.buf[0][schema.SK])
+		if best == nil || (asc && sk < bestSK) || (!asc && sk > bestSK) {
+			best, bestSK = pt, sk
+		}
+	}
+	return best
 }

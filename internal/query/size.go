@@ -19,9 +19,9 @@ const MaxPayloadBytes = 6 << 20 // 6,291,456
 // brackets) takes well under a kilobyte; the margin is far more.
 const PageBytes = MaxPayloadBytes - 64<<10
 
-// size is the bytes an item adds to the payload of the run's answer.
-func (rn *run) size(it map[string]types.AttributeValue) int {
-	if rn.kind == Quarantine {
+// size is the bytes an item adds to the payload of the page's answer.
+func (pr *pageReader) size(it map[string]types.AttributeValue) int {
+	if pr.kind == Quarantine {
 		return recordSize(it)
 	}
 	return eventSize(it)

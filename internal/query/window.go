@@ -24,7 +24,7 @@ const aheadPartitions = 16
 // when the merge needs its head. An error in a segment opened ahead is the
 // page's only if the page reaches that segment.
 type window struct {
-	rn     *run
+	pr     *pageReader
 	ctx    context.Context // of the segments opened ahead; canceled by close
 	cancel context.CancelFunc
 	starts []time.Time // the buckets not yet opened, in order
@@ -35,10 +35,10 @@ type window struct {
 	wg     sync.WaitGroup
 }
 
-// window reads the buckets starting at starts, in that order.
-func (rn *run) window(ctx context.Context, starts []time.Time) *window {
+// newWindow reads the buckets starting at starts, in that order, for pr.
+func newWindow(ctx context.Context, pr *pageReader, starts []time.Time) *window {
 	ctx, cancel := context.WithCancel(ctx)
-	return &window{rn: rn, ctx: ctx, cancel: cancel, starts: starts, size: 1, width: 1}
+	return &window{pr: pr, ctx: ctx, cancel: cancel, starts: starts, size: 1, width: 1}
 }
 
 // next is the next segment, open, or nil past the last. n is how many more
@@ -70,7 +70,7 @@ func (w *window) openAhead(n int) {
 	// and no more than the hour indexes' hints say the page needs
 	var hints []int // of the first buckets, as long as they are known
 	for sum := 0; len(hints) < k; {
-		h := w.rn.hint(w.starts[len(hints)])
+		h := w.pr.plan.hint(w.starts[len(hints)], w.pr.via.step())
 		if h < 0 {
 			break
 		}
@@ -100,7 +100,7 @@ func (w *window) openAhead(n int) {
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
-			w.rn.open(w.ctx, seg, ask)
+			w.pr.open(w.ctx, seg, ask)
 		}()
 	}
 	w.starts = w.starts[k:]

@@ -5,8 +5,54 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
+
+// Why a path serves a page, as the plan says it.
+const (
+	reasonConsistent  = "consistent=true: strongly consistent reads come from the base table's shards"
+	reasonGSI         = "the GSI serves eventually consistent reads, one time bucket at a time"
+	reasonCostGSI     = "cost: the GSI, about %d time buckets in %d queries, against %d days in %d queries on the base table's shards"
+	reasonCostScatter = "cost: the base table's shards, %d days in %d queries, against about %d time buckets in %d queries on the GSI"
+	reasonForced      = "the reader is set to read the base table's shards"
+	reasonFallback    = "the GSI could not serve (%s): read the base table's shards instead"
+	reasonQuarantine  = "the quarantine is read from the base table's shards"
+)
+
+// planner plans one page: it reads what the range's days hold (their
+// shard records and hour indexes, days.go), estimates what the page would
+// cost on each path, and chooses the path. The paths then ask it which
+// partitions hold each bucket, and the page's window asks it how many
+// events a bucket holds at least, so that each day is read once per page.
+type planner struct {
+	p      *Params
+	b      bounds
+	stream bucketing.Stream
+	forced string // Reader.Path: a path every eventually consistent page takes
+	reqs   *requests
+	cache  *dayCache        // the container's, shared by its pages
+	now    func() time.Time // of the cache's entries
+	memo   dayMemo          // the days this page has read
+}
+
+// newPlanner plans a page of p, making its requests through reqs.
+func newPlanner(r *Reader, kind Kind, p *Params, reqs *requests) *planner {
+	return &planner{
+		p: p, b: boundsOf(p), stream: streamOf(kind, p), forced: r.Path,
+		reqs: reqs, cache: &r.days, now: r.Now,
+		memo: dayMemo{days: map[string]shardmap.Day{}, fresh: map[string]bool{}, busy: map[string]chan struct{}{}},
+	}
+}
+
+// streamOf is what a page of kind reads: the source's events, or the
+// quarantine.
+func streamOf(kind Kind, p *Params) bucketing.Stream {
+	if kind == Quarantine {
+		return bucketing.Stream{Space: bucketing.Quarantine}
+	}
+	return bucketing.Stream{Space: bucketing.Events, Source: p.Source}
+}
 
 // prefetchDays is how many days the estimate reads at once the first time
 // the page needs more than its first day; it doubles each time after.
@@ -21,7 +67,7 @@ type estimate struct {
 	known        bool
 }
 
-// estimateCost walks the page's range in its order, day by day, and adds up
+// estimate walks the page's range in its order, day by day, and adds up
 // the hour indexes' hints until they cover the page (limit and one more)
 // or the range ends. Each hour that may hold events costs the GSI path a
 // query per GSI shard (each day, on a day whose GSI bucket is the day);
@@ -31,39 +77,39 @@ type estimate struct {
 // estimate unknown: the GSI serves, as it always did.
 //
 // What it reads of each day is what the page then reads anyway: the paths
-// take it from the page's memo. It reads the first day on its own (a busy
+// take it from the planner's memo (days.go). It reads the first day on its own (a busy
 // source's page needs no other) and the days after it in batches
 // (prefetch).
-func (rn *run) estimateCost(ctx context.Context) (estimate, error) {
+func (pl *planner) estimate(ctx context.Context) (estimate, error) {
 	var e estimate
-	need := float64(rn.p.Limit + 1)
+	need := float64(pl.p.Limit + 1)
 	got := 0.0
-	starts := buckets(rn.b.from, rn.b.to, 24*time.Hour, rn.p.Order)
+	starts := buckets(pl.b.from, pl.b.to, 24*time.Hour, pl.p.Order)
 	ahead := prefetchDays
 	for i, dayStart := range starts {
 		day := bucketing.Day(dayStart)
-		if i > 0 && !rn.known(day, rn.p.Consistent) {
+		if i > 0 && !pl.known(day, pl.p.Consistent) {
 			// The first day did not cover the page: read the next days
 			// at once, more each time the page gets this far.
 			var next []string
 			for _, t := range starts[i:min(i+ahead, len(starts))] {
 				next = append(next, bucketing.Day(t))
 			}
-			if err := rn.prefetch(ctx, next, rn.p.Consistent); err != nil {
+			if err := pl.prefetch(ctx, next, pl.p.Consistent); err != nil {
 				return e, err
 			}
 			ahead = min(2*ahead, batchGetKeys/2)
 		}
-		d, err := rn.day(ctx, day, rn.p.Consistent)
+		d, err := pl.day(ctx, day, pl.p.Consistent)
 		if err != nil {
 			return e, err
 		}
 		if d.Sched == nil {
 			continue
 		}
-		from, to := rn.dayRange(dayStart)
+		from, to := pl.dayRange(dayStart)
 		opened := false
-		for _, h := range buckets(from, to, time.Hour, rn.p.Order) {
+		for _, h := range buckets(from, to, time.Hour, pl.p.Order) {
 			hint := d.Hint(h.UTC().Hour())
 			if hint == 0 {
 				continue
@@ -95,15 +141,15 @@ func (rn *run) estimateCost(ctx context.Context) (estimate, error) {
 
 // choose is the path an eventually consistent page of events takes, and
 // why: the GSI unless the base table's shards cost fewer requests.
-func (rn *run) choose(ctx context.Context) (path, string, error) {
+func (pl *planner) choose(ctx context.Context) (path, string, error) {
 	// The estimate's reads are the ones the page needs anyway, whatever
 	// path serves it; they let it open no more buckets ahead than their
 	// hints say it needs.
-	e, err := rn.estimateCost(ctx)
+	e, err := pl.estimate(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	if f := rn.r.Path; f != "" {
+	if f := pl.forced; f != "" {
 		if f == PathScatter {
 			return scatter{}, reasonForced, nil
 		}
