@@ -505,10 +505,11 @@ func TestKinesisPutRacingClose(t *testing.T) {
 // with GetRecords and handed to the real ingest handler, store each event
 // once, in far fewer records.
 func TestKinesisAggregation(t *testing.T) {
-	t.Parallel() // its own stream and table; it waits on kinesalite and DynamoDB Local more than on the CPU
 	arn, name := stream(t, 2)
 	c := client(testkinesis.Endpoint(t))
-	p := producer.NewKinesis(c, name, producer.WithAggregation())
+	// An hour's linger: the aggregates are cut by size and by Close, never
+	// by a timer that a slow machine lets fire between two Puts.
+	p := producer.NewKinesis(c, name, producer.WithAggregation(), producer.WithLinger(time.Hour))
 	ctx := context.Background()
 	now := time.Now().UTC()
 	for i := range 1000 {
