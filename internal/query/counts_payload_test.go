@@ -43,6 +43,7 @@ func manyTypes() []string {
 // "other" series, so that every bucket still adds up to the source's
 // count.
 func TestCountsFitLambdaPayload(t *testing.T) {
+	t.Parallel() // its own table (or the shared corpus, read only); it waits on DynamoDB Local more than on the CPU
 	table := testdb.StreamTable(t)
 	client := testdb.Client(t, testdb.Endpoint(t))
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})

@@ -25,6 +25,7 @@ import (
 // many random queries, every path pages through exactly the reference
 // list, across days of both layouts.
 func TestDayAndHourBucketsReadAlike(t *testing.T) {
+	t.Parallel() // its own table (or the shared corpus, read only); it waits on DynamoDB Local more than on the CPU
 	table := testdb.Table(t)
 	client := testdb.Client(t, testdb.Endpoint(t))
 	cfg := ingest.DefaultConfig(table)

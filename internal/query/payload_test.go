@@ -144,16 +144,19 @@ func reversed(s []string) []string {
 // as the runtime encodes it, on both paths and in both orders, and paging
 // returns every event once, in order.
 func TestPagesFitLambdaPayload(t *testing.T) {
+	t.Parallel() // its own table (or the shared corpus, read only); it waits on DynamoDB Local more than on the CPU
 	for _, tc := range []struct {
 		name    string
 		n, size int
 		lean    bool // the GSI carries no events: pages fetch them
 	}{
-		{"default 64 KiB", 60, cloudevent.DefaultMaxBytes, false},
+		// Enough events for two pages of 64 KiB ones, three of the largest.
+		{"default 64 KiB", 40, cloudevent.DefaultMaxBytes, false},
 		{"raised to 350,000 bytes", 12, cloudevent.MaxBytesLimit, false},
-		{"default 64 KiB, lean GSI", 60, cloudevent.DefaultMaxBytes, true},
+		{"default 64 KiB, lean GSI", 40, cloudevent.DefaultMaxBytes, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			table := testdb.Table(t)
 			if tc.lean {
 				table = fmt.Sprintf("lean-big-%d", time.Now().UnixNano())
@@ -191,6 +194,7 @@ func TestPagesFitLambdaPayload(t *testing.T) {
 // size limit (raw bytes, base64 in the answer) and long compressed ones
 // (returned whole) page within Lambda's payload limit, each once.
 func TestQuarantinePagesFitLambdaPayload(t *testing.T) {
+	t.Parallel() // its own table (or the shared corpus, read only); it waits on DynamoDB Local more than on the CPU
 	table := testdb.Table(t)
 	in := ingest.New(ingest.DefaultConfig(table), testdb.Client(t, testdb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
 	r := rand.New(rand.NewPCG(3, 4))

@@ -209,6 +209,7 @@ func pageThrough(t *testing.T, h apiHandler, q url.Values, maxPages int) ([]stri
 // TestPathsAgreeWithReference: for many random queries, the GSI and the
 // scatter path page through exactly the reference list.
 func TestPathsAgreeWithReference(t *testing.T) {
+	t.Parallel() // its own table (or the shared corpus, read only); it waits on DynamoDB Local more than on the CPU
 	c := loadCorpus(t)
 	h := handlerFor(t, c.table, testdb.Endpoint(t))
 	r := rand.New(rand.NewPCG(11, 12))

@@ -51,6 +51,7 @@ func serve(t *testing.T) string {
 // requests of at most 1,000, and Send reports the ones it refused by their
 // index in Send's arguments.
 func TestHTTPLocalServer(t *testing.T) {
+	t.Parallel() // its own server and table; it waits on DynamoDB Local more than on the CPU
 	base := serve(t)
 	h := producer.NewHTTP(base)
 	ctx := context.Background()
