@@ -14,7 +14,7 @@ type member struct {
 }
 
 // members splits a JSON object into its members without decoding values.
-// raw must already be known to be valid JSON (json.Valid), which lets the
+// raw must already be known to be valid JSON (validJSON), which lets the
 // scan skip all checking; it fails only if raw is not an object. The
 // result reuses buf.
 func members(raw []byte, buf []member) ([]member, bool) {
