@@ -247,6 +247,7 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 	}
 	res := h.schedules(ctx, keys, hours)
 	now := h.now()
+	var arena item.Arena // one batch's keys and values in a few allocations
 	for _, u := range todo {
 		k := units[u].schedKey()
 		r := res[slot[k]]
@@ -257,7 +258,7 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 			continue
 		}
 		if e := units[u].event; e != nil {
-			items = append(items, item.Event(*e, shardmap.InEffect(r.sched, k.start(), e.Time, now), h.cfg.Retention))
+			items = append(items, arena.Event(*e, shardmap.InEffect(r.sched, k.start(), e.Time, now), h.cfg.Retention))
 		} else {
 			rj := units[u].rejected
 			items = append(items, item.Quarantine(*rj, r.sched.At(rj.ReceivedAt), h.cfg.Retention))
