@@ -116,7 +116,7 @@ func unquote(s []byte) []byte {
 // whitespace outside strings is all there is to drop; numbers and strings
 // are copied byte for byte.
 func compact(dst *strings.Builder, v []byte) {
-	if bytes.IndexAny(v, " \t\r\n") < 0 {
+	if !hasSpace(v) {
 		dst.Write(v)
 		return
 	}
@@ -131,4 +131,15 @@ func compact(dst *strings.Builder, v []byte) {
 		}
 	}
 	dst.Write(v[start:])
+}
+
+// hasSpace reports whether v holds a JSON whitespace byte (bytes.IndexAny
+// builds its set on every call, which showed in the profile).
+func hasSpace(v []byte) bool {
+	for _, c := range v {
+		if c <= ' ' && (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+			return true
+		}
+	}
+	return false
 }

@@ -60,6 +60,8 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 	// new entry pays for.
 	type sourceKey struct{ source, shard string }
 	sources := map[sourceKey]*seen{}
+	var lastKey sourceKey // the previous unit's, whose entry is lastSeen: units mostly share a key
+	var lastSeen *seen
 	for n, u := range idx {
 		e := units[u].event
 		if e == nil || dayNumber(e.Time) != today {
@@ -69,7 +71,10 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 		if inOrder {
 			sk.shard = units[u].origin.ShardID
 		}
-		s := sources[sk]
+		s := lastSeen
+		if s == nil || sk != lastKey {
+			s = sources[sk]
+		}
 		if s == nil {
 			key := policyKey(e.Source, units[u], inOrder)
 			// The batch's items were built from this schedule a moment
@@ -81,6 +86,7 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 			s = &seen{key: key, cur: adapt.Of(shardmap.InEffect(sched, start, now, now)), sched: sched, got: h.policy.Latest(key)}
 			sources[sk] = s
 		}
+		lastKey, lastSeen = sk, s
 		if s.sched.At(e.Time).Shards != s.cur.Shards {
 			continue // its GSI count is the one in effect; its table count is not
 		}

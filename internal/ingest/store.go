@@ -232,15 +232,22 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 	slot := map[schedKey]int{}
 	var keys []schedKey
 	var hours [][24]int32
-	for _, u := range todo {
+	slots := make([]int, len(todo)) // each unit's key's slot: the map is asked once a unit at most
+	last := -1                      // the previous unit's slot: a batch's units mostly share a key
+	for n, u := range todo {
 		k := units[u].schedKey()
-		i, ok := slot[k]
-		if !ok {
-			i = len(keys)
-			slot[k] = i
-			keys = append(keys, k)
-			hours = append(hours, [24]int32{})
+		i := last
+		if i < 0 || keys[i] != k {
+			var ok bool
+			if i, ok = slot[k]; !ok {
+				i = len(keys)
+				slot[k] = i
+				keys = append(keys, k)
+				hours = append(hours, [24]int32{})
+			}
+			last = i
 		}
+		slots[n] = i
 		if e := units[u].event; e != nil {
 			hours[i][e.Time.UTC().Hour()]++
 		}
@@ -248,9 +255,9 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 	res := h.schedules(ctx, keys, hours)
 	now := h.now()
 	var arena item.Arena // one batch's keys and values in a few allocations
-	for _, u := range todo {
-		k := units[u].schedKey()
-		r := res[slot[k]]
+	for n, u := range todo {
+		k := keys[slots[n]]
+		r := res[slots[n]]
 		if r.err != nil {
 			if err == nil {
 				err = r.err
