@@ -46,6 +46,8 @@ func Event(e cloudevent.Event, shards bucketing.Step, retention time.Duration) I
 // item; the zero Arena is ready to use, and one serves a batch. An item
 // kept after its batch keeps its arena chunks alive (a few KiB, a bound
 // the chunk sizes set), which is what a batch trades for the allocations.
+// An Arena must not be copied after first use (its strings.Builder
+// panics if it is).
 type Arena struct {
 	keys strings.Builder // written only at its end: strings taken from it never change
 	vals []eventValues
