@@ -254,8 +254,10 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 	}
 	res := h.schedules(ctx, keys, hours)
 	now := h.now()
-	var arena item.Arena // one batch's keys and values in a few allocations
-	items, idx = make([]item.Item, 0, len(todo)), make([]int, 0, len(todo)) // not grown by doubling
+	// One batch's keys and values in a few allocations, its items and
+	// their indexes sized once rather than grown by doubling.
+	var arena item.Arena
+	items, idx = make([]item.Item, 0, len(todo)), make([]int, 0, len(todo))
 	for n, u := range todo {
 		k := keys[slots[n]]
 		r := res[slots[n]]
