@@ -17,9 +17,9 @@ import (
 
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
-	"github.com/shardline/shardline/internal/kpl/kpltest"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/kpltest"
 )
 
 // TestQuarantineListing: quarantined records come back, newest first, with
