@@ -21,7 +21,7 @@ import (
 	"github.com/shardline/shardline/internal/openapi/openapitest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/streams"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // localAPI serves the real ingest and query handlers on a new table in
@@ -32,11 +32,11 @@ func localAPI(t *testing.T, withCounts bool) string {
 	t.Helper()
 	var table string
 	if withCounts {
-		table = testdb.StreamTable(t)
+		table = testddb.StreamTable(t)
 	} else {
-		table = testdb.Table(t)
+		table = testddb.Table(t)
 	}
-	client := testdb.Client(t, testdb.Endpoint(t))
+	client := testddb.Client(t, testddb.Endpoint(t))
 	h := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{})
 	qcfg, err := query.ConfigFromEnv(func(k string) string {
 		if k == query.EnvTable {
@@ -72,7 +72,7 @@ func localAPI(t *testing.T, withCounts bool) string {
 		}
 		f := counts.NewFunction(counts.Config{Table: table, Retention: 30 * 24 * time.Hour}, client, slog.New(slog.DiscardHandler), nil)
 		p := &streams.Poller{
-			Client: streams.Static(testdb.Endpoint(t)), StreamARN: arn, Window: 100 * time.Millisecond, BatchSize: 1000,
+			Client: streams.Static(testddb.Endpoint(t)), StreamARN: arn, Window: 100 * time.Millisecond, BatchSize: 1000,
 			Filter: func(r events.DynamoDBEventRecord) bool {
 				pk, ok := r.Change.Keys["pk"]
 				return r.EventName == "INSERT" && ok && strings.HasPrefix(pk.String(), "E#")

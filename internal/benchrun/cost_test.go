@@ -9,7 +9,7 @@ import (
 
 	"github.com/shardline/shardline/internal/ddbstub"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestCostArithmetic prices a small workload worked out by hand.
@@ -88,7 +88,7 @@ func TestCostSmallSample(t *testing.T) {
 	w := CostWorkload{Name: "small", Window: 12 * time.Second, Groups: []SourceGroup{
 		{Prefix: "small/busy", Count: 1, Rate: 100}, {Prefix: "small/quiet-", Count: 20, Rate: 0.5}}}
 	rep, err := measureCost(ctx, &strings.Builder{}, CostOptions{Workloads: []CostWorkload{w}},
-		testdb.Client(t, testdb.Endpoint(t)), stub.URL, time.Now().UTC())
+		testddb.Client(t, testddb.Endpoint(t)), stub.URL, time.Now().UTC())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestCountsWriteCost runs the counter's write measurement at a small
@@ -16,10 +16,10 @@ import (
 // cost per event stays under the limit.
 func TestCountsWriteCost(t *testing.T) {
 	ctx := context.Background()
-	client := testdb.Client(t, testdb.Endpoint(t))
+	client := testddb.Client(t, testddb.Endpoint(t))
 	o := CountsOptions{Rate: 100, Types: 10, Measured: time.Minute, Prefill: 4 * time.Minute}
 	hourEnd := time.Now().UTC().Truncate(time.Hour)
-	in, err := ingestMeasured(ctx, client, testdb.Endpoint(t), o, hourEnd)
+	in, err := ingestMeasured(ctx, client, testddb.Endpoint(t), o, hourEnd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestCountsWriteCost(t *testing.T) {
 // checks the model built on it.
 func TestHeatItem(t *testing.T) {
 	o := CountsOptions{Types: 10, HotRate: 50000}
-	h, err := measureHeat(context.Background(), testdb.Client(t, testdb.Endpoint(t)), o, 1300, time.Now().UTC().Truncate(time.Hour).Add(-time.Hour))
+	h, err := measureHeat(context.Background(), testddb.Client(t, testddb.Endpoint(t)), o, 1300, time.Now().UTC().Truncate(time.Hour).Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package benchrun
 import (
 	"testing"
 
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testddb.Main(m) }

@@ -13,11 +13,11 @@ import (
 
 	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/kinesisread"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/internal/testkinesis"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start) }
+func TestMain(m *testing.M) { testddb.MainWith(m, testkinesis.Start) }
 
 // TestPutRecordsEntryFaults: through the proxy, the entries the rule picks
 // come back failed with their ErrorCode, the others stored, in the

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 func keyed(pk, gpk string) map[string]json.RawMessage {
@@ -95,10 +95,10 @@ func TestPartitionsScaleAndDebt(t *testing.T) {
 // client that does not retry, so that each call shows the model's answer.
 func modelled(t *testing.T, m *Partitions) (*dynamodb.Client, string) {
 	t.Helper()
-	table := testdb.Table(t)
-	p := For(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	p := For(t, testddb.Endpoint(t))
 	p.SetRule(m.Rule())
-	c := testdb.Client(t, p.URL)
+	c := testddb.Client(t, p.URL)
 	return dynamodb.New(c.Options(), func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }), table
 }
 

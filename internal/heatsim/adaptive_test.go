@@ -8,11 +8,11 @@ import (
 
 	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/shardmap"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testddb.Main(m) }
 
 // at is 2026-11-22 at the clock time hh:mm:ss(.fff), UTC.
 func at(t *testing.T, clock string) time.Time {
@@ -31,13 +31,13 @@ func at(t *testing.T, clock string) time.Time {
 // start on the next day refused. Two writers take turns, on each side.
 func TestSchedulingIsTheRegistrys(t *testing.T) {
 	ctx := context.Background()
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	now := time.Time{}
 	floor := adapt.Counts{Shards: 4, GSIShards: 1}
 	sim := newAdaptive(Adaptive{Floor: floor, Writers: 2})
 	var regs []*shardmap.Registry
 	for range 2 {
-		regs = append(regs, &shardmap.Registry{Client: testdb.Client(t, testdb.Endpoint(t)), Table: table,
+		regs = append(regs, &shardmap.Registry{Client: testddb.Client(t, testddb.Endpoint(t)), Table: table,
 			Now: func() time.Time { return now },
 			Config: shardmap.Config{Shards: bucketing.Counts{Default: floor.Shards}, GSIShards: bucketing.Counts{Default: floor.GSIShards},
 				Retention: 24 * time.Hour, Carry: true}})
@@ -102,7 +102,7 @@ func TestRampRaisesReplayOnTheRegistry(t *testing.T) {
 	ctx := context.Background()
 	r := ramp(false, 8)
 	now := time.Time{}
-	reg := &shardmap.Registry{Client: testdb.Client(t, testdb.Endpoint(t)), Table: testdb.Table(t), Now: func() time.Time { return now },
+	reg := &shardmap.Registry{Client: testddb.Client(t, testddb.Endpoint(t)), Table: testddb.Table(t), Now: func() time.Time { return now },
 		Config: shardmap.Config{Shards: bucketing.Counts{Default: 4}, GSIShards: bucketing.Counts{Default: 1}, Retention: time.Hour}}
 	steps := 1
 	inPlace := 0

@@ -17,10 +17,10 @@ import (
 
 	"github.com/shardline/shardline/internal/devserver"
 	"github.com/shardline/shardline/internal/openapi/openapitest"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testddb.Main(m) }
 
 // serve runs the local server (the real handlers behind this package's Mux,
 // on DynamoDB Local) for the test and returns its URL.
@@ -28,7 +28,7 @@ func serve(t *testing.T) string {
 	t.Helper()
 	base, stop, err := devserver.Serve(context.Background(), devserver.Options{
 		Addr:     "127.0.0.1:0",
-		Endpoint: testdb.Endpoint(t),
+		Endpoint: testddb.Endpoint(t),
 		Table:    fmt.Sprintf("sdk-%d", time.Now().UnixNano()),
 		Getenv:   func(string) string { return "" },
 		Out:      io.Discard,

@@ -16,12 +16,12 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/kinesisread"
 	"github.com/shardline/shardline/internal/onfailure"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/internal/testkinesis"
 	"github.com/shardline/shardline/internal/tests3"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start, tests3.Start) }
+func TestMain(m *testing.M) { testddb.MainWith(m, testkinesis.Start, tests3.Start) }
 
 // rig is a stream in kinesalite, a table in DynamoDB Local behind a fault
 // proxy, and the real ingest handler on it.
@@ -35,11 +35,11 @@ type rig struct {
 
 func newRig(t *testing.T, shards int) *rig {
 	t.Helper()
-	r := &rig{table: testdb.Table(t), kin: testkinesis.Client(t, testkinesis.Endpoint(t))}
+	r := &rig{table: testddb.Table(t), kin: testkinesis.Client(t, testkinesis.Endpoint(t))}
 	r.arn = testkinesis.Stream(t, shards)
-	p := faultproxy.For(t, testdb.Endpoint(t))
+	p := faultproxy.For(t, testddb.Endpoint(t))
 	r.proxy = p
-	r.h = ingest.New(ingest.DefaultConfig(r.table), testdb.Client(t, p.URL), ingest.Options{})
+	r.h = ingest.New(ingest.DefaultConfig(r.table), testddb.Client(t, p.URL), ingest.Options{})
 	return r
 }
 
@@ -91,7 +91,7 @@ func TestEndToEnd(t *testing.T) {
 		}}
 	r.start(t, p)
 	waitFor(t, "every record processed", func() bool { return p.Processed() == int64(len(records)) })
-	testkinesis.AssertStoredOnce(t, r.kin, r.arn, testdb.Client(t, testdb.Endpoint(t)), r.table, records, want)
+	testkinesis.AssertStoredOnce(t, r.kin, r.arn, testddb.Client(t, testddb.Endpoint(t)), r.table, records, want)
 	if p.GivenUp() != 0 || invocations.Load() < int64(len(records)/100) {
 		t.Errorf("%d records given up on, %d invocations", p.GivenUp(), invocations.Load())
 	}
@@ -165,7 +165,7 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 	if p.GivenUp() != 0 {
 		t.Fatalf("%d records given up on", p.GivenUp())
 	}
-	testkinesis.AssertStoredOnce(t, r.kin, r.arn, testdb.Client(t, testdb.Endpoint(t)), r.table, records, want)
+	testkinesis.AssertStoredOnce(t, r.kin, r.arn, testddb.Client(t, testddb.Endpoint(t)), r.table, records, want)
 }
 
 // TestGiveUpSendsOnFailureRecord: a fault that outlasts RetryAttempts gets

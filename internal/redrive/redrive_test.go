@@ -18,12 +18,12 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/kinesispoll"
 	"github.com/shardline/shardline/internal/onfailure"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/internal/testkinesis"
 	"github.com/shardline/shardline/internal/tests3"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start, tests3.Start) }
+func TestMain(m *testing.M) { testddb.MainWith(m, testkinesis.Start, tests3.Start) }
 
 // waitFor polls cond until it holds, for at most a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -84,12 +84,12 @@ func restore(t *testing.T, bucket string, objs map[string][]byte) {
 // the same objects redriven again store nothing twice; an interrupted run
 // leaves its object for the next.
 func TestRedriveIngest(t *testing.T) {
-	table, bucket := testdb.Table(t), tests3.Bucket(t)
-	ddb := testdb.Client(t, testdb.Endpoint(t))
+	table, bucket := testddb.Table(t), tests3.Bucket(t)
+	ddb := testddb.Client(t, testddb.Endpoint(t))
 	kin := testkinesis.Client(t, testkinesis.Endpoint(t))
 	arn := testkinesis.Stream(t, 1)
-	proxy := faultproxy.For(t, testdb.Endpoint(t))
-	h := ingest.New(ingest.DefaultConfig(table), testdb.Client(t, proxy.URL), ingest.Options{})
+	proxy := faultproxy.For(t, testddb.Endpoint(t))
+	h := ingest.New(ingest.DefaultConfig(table), testddb.Client(t, proxy.URL), ingest.Options{})
 	records, want := testkinesis.Corpus(60, "doomed", "fine", "fine")
 	testkinesis.Put(t, kin, arn, records)
 	proxy.SetRule(func(req faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
@@ -108,7 +108,7 @@ func TestRedriveIngest(t *testing.T) {
 	if objects == 0 || int64(objects) != p.Delivered() {
 		t.Fatalf("%d batches given up on, %d objects", p.Delivered(), objects)
 	}
-	if n := len(testdb.StoredIn(t, ddb, table).Events); n >= len(want) {
+	if n := len(testddb.StoredIn(t, ddb, table).Events); n >= len(want) {
 		t.Fatalf("%d of %d events stored before the redrive: the fault did not bite", n, len(want))
 	}
 	saved := snapshot(t, bucket)

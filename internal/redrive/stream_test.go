@@ -23,8 +23,8 @@ import (
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/internal/streams"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/internal/tests3"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // failingStore refuses one source's objects while doomed is set: the local
@@ -53,8 +53,8 @@ func (f *failingStore) Put(ctx context.Context, key string, body []byte) error {
 // event, and the same objects redriven again change nothing.
 func TestRedriveTableStream(t *testing.T) {
 	ctx := context.Background()
-	table, bucket, dir := testdb.StreamTable(t), tests3.Bucket(t), t.TempDir()
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table, bucket, dir := testddb.StreamTable(t), tests3.Bucket(t), t.TempDir()
+	client := testddb.Client(t, testddb.Endpoint(t))
 	h := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{})
 	hour := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
 	wave := func(from int) {
@@ -73,7 +73,7 @@ func TestRedriveTableStream(t *testing.T) {
 		}
 	}
 
-	proxy := faultproxy.For(t, testdb.Endpoint(t))
+	proxy := faultproxy.For(t, testddb.Endpoint(t))
 	proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		if r.Op == "UpdateItem" && bytes.Contains(r.Body, []byte(`{"S":"C#doomed"}`)) {
 			return &faultproxy.Fault{Status: 400, Code: "ValidationException"}, nil
@@ -82,14 +82,14 @@ func TestRedriveTableStream(t *testing.T) {
 	})
 	store := &failingStore{Store: archive.Dir(dir)}
 	store.doomed.Store(true)
-	counter := counts.NewFunction(counts.Config{Table: table, Retention: 30 * 24 * time.Hour}, testdb.Client(t, proxy.URL), nil, nil)
+	counter := counts.NewFunction(counts.Config{Table: table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, proxy.URL), nil, nil)
 	arch := &archive.Function{Store: store}
 	arn, err := streams.StreamARN(ctx, client, table)
 	if err != nil {
 		t.Fatal(err)
 	}
 	poller := func(fn, mapping string, handler streams.Handler, kinds ...string) *streams.Poller {
-		return &streams.Poller{Client: streams.Static(testdb.Endpoint(t)), StreamARN: arn, Window: 50 * time.Millisecond, Idle: 20 * time.Millisecond,
+		return &streams.Poller{Client: streams.Static(testddb.Endpoint(t)), StreamARN: arn, Window: 50 * time.Millisecond, Idle: 20 * time.Millisecond,
 			BatchSize: 100, Handler: handler,
 			Filter: func(r events.DynamoDBEventRecord) bool { return item.IsEventChange(r, kinds...) },
 			Retry: &streams.Retry{RetryAttempts: 1, Bisect: true, FunctionARN: "arn:aws:lambda:us-east-1:000000000000:function:" + fn,

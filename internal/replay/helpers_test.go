@@ -19,10 +19,10 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testddb.Main(m) }
 
 // now is when the records were first ingested; the replays run an hour
 // later.
@@ -44,11 +44,11 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{table: testdb.Table(t)}
-	endpoint := testdb.Endpoint(t)
-	e.direct = testdb.Client(t, endpoint)
+	e := &env{table: testddb.Table(t)}
+	endpoint := testddb.Endpoint(t)
+	e.direct = testddb.Client(t, endpoint)
 	p := faultproxy.For(t, endpoint)
-	e.proxy, e.proxied = p, testdb.Client(t, p.URL)
+	e.proxy, e.proxied = p, testddb.Client(t, p.URL)
 	return e
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/shardline/shardline/internal/kinesisread"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // Event is an event of a corpus: where it is, and the time it must be
@@ -97,13 +97,13 @@ func Arrivals(t testing.TB, c *kinesis.Client, arn string) map[string]time.Time 
 func AssertStoredOnce(t testing.TB, c *kinesis.Client, arn string, ddb *dynamodb.Client, table string, records [][]byte, want []Event) {
 	t.Helper()
 	arrived := Arrivals(t, c, arn)
-	got := testdb.StoredIn(t, ddb, table)
+	got := testddb.StoredIn(t, ddb, table)
 	for _, w := range want {
 		at := w.At
 		if at.IsZero() {
 			at = arrived[string(records[w.Record])].Round(time.Millisecond)
 		}
-		k := testdb.EventKey(w.Source, w.ID, at)
+		k := testddb.EventKey(w.Source, w.ID, at)
 		if got.Events[k] != 1 {
 			t.Errorf("%s stored %d times", k, got.Events[k])
 		}

@@ -1,5 +1,5 @@
 // Package testkinesis gives a test binary one kinesalite and a fresh stream
-// per test. Start it with testdb.MainWith(m, testkinesis.Start); tests fail,
+// per test. Start it with testddb.MainWith(m, testkinesis.Start); tests fail,
 // never skip, when Node or kinesalite is missing.
 package testkinesis
 
@@ -16,15 +16,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/shardline/shardline/internal/kinesislocal"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 var (
-	engine  = testdb.NewRunning("kinesalite", "testdb.MainWith(m, testkinesis.Start)")
+	engine  = testddb.NewRunning("kinesalite", "testddb.MainWith(m, testkinesis.Start)")
 	streams atomic.Int64
 )
 
-// Start starts kinesalite; it is a testdb.Engine.
+// Start starts kinesalite; it is a testddb.Engine.
 func Start(ctx context.Context) (func(), error) {
 	s, err := kinesislocal.Start(ctx, kinesislocal.Options{})
 	if err != nil {

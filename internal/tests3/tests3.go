@@ -1,5 +1,5 @@
 // Package tests3 gives a test binary one local S3 (s3rver) and a fresh
-// bucket per test. Start it with testdb.MainWith(m, tests3.Start); tests
+// bucket per test. Start it with testddb.MainWith(m, tests3.Start); tests
 // fail, never skip, when Node or the package is missing.
 package tests3
 
@@ -15,16 +15,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/shardline/shardline/internal/s3local"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 var (
-	engine  = testdb.NewRunning("the local S3", "testdb.MainWith(m, tests3.Start)")
+	engine  = testddb.NewRunning("the local S3", "testddb.MainWith(m, tests3.Start)")
 	server  *s3local.Server
 	buckets atomic.Int64
 )
 
-// Start starts the local S3; it is a testdb.Engine.
+// Start starts the local S3; it is a testddb.Engine.
 func Start(ctx context.Context) (func(), error) {
 	s, err := s3local.Start(ctx, s3local.Options{})
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 	"github.com/shardline/shardline/internal/devserver"
 	"github.com/shardline/shardline/internal/openapi/openapitest"
 	"github.com/shardline/shardline/internal/syncbuf"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "write the README's screenshot, docs/explorer.png")
@@ -34,7 +34,7 @@ var updateDocs = flag.Bool("update-docs", false, "write the README's screenshot,
 // browser is the one Chromium of this test binary; each test opens a tab.
 var browser context.Context
 
-func TestMain(m *testing.M) { testdb.MainWith(m, startChromium, stopServer) }
+func TestMain(m *testing.M) { testddb.MainWith(m, startChromium, stopServer) }
 
 // chromiumNames are the names Chromium goes by on PATH.
 var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
@@ -120,7 +120,7 @@ func startServer(t *testing.T) (fixture, error) {
 	var out syncbuf.Buffer
 	base, stop, err := devserver.Serve(context.Background(), devserver.Options{
 		Addr:     "127.0.0.1:0",
-		Endpoint: testdb.Endpoint(t),
+		Endpoint: testddb.Endpoint(t),
 		Table:    fmt.Sprintf("explorer-%d", time.Now().UnixNano()),
 		Samples:  "../../../events",
 		Getenv:   func(string) string { return "" },

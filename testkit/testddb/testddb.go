@@ -1,7 +1,7 @@
-// Package testdb gives a test binary one DynamoDB Local, in memory, and a
+// Package testddb gives a test binary one DynamoDB Local, in memory, and a
 // fresh table per test. Tests that use it fail, never skip, when Java or the
 // jar is missing: a green run must mean the storage tests ran.
-package testdb
+package testddb
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 )
 
 var (
-	dynamo = NewRunning("DynamoDB Local", "testdb.Main")
+	dynamo = NewRunning("DynamoDB Local", "testddb.Main")
 	tables atomic.Int64
 )
 
@@ -57,7 +57,7 @@ func MainWith(m *testing.M, engines ...Engine) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		stopAll()
-		fmt.Fprintln(os.Stderr, "testdb:", err)
+		fmt.Fprintln(os.Stderr, "testddb:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
