@@ -18,7 +18,7 @@ import (
 
 	"github.com/shardline/shardline/internal/kinesisread"
 	"github.com/shardline/shardline/internal/kpl"
-	"github.com/shardline/shardline/internal/testkinesis"
+	"github.com/shardline/shardline/testkit/testkinesis"
 )
 
 // TestSendAndQuery: shardline send posts an NDJSON file (an array on one

@@ -13,8 +13,8 @@ import (
 
 	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/kinesisread"
-	"github.com/shardline/shardline/internal/testkinesis"
 	"github.com/shardline/shardline/testkit/testddb"
+	"github.com/shardline/shardline/testkit/testkinesis"
 )
 
 func TestMain(m *testing.M) { testddb.MainWith(m, testkinesis.Start) }

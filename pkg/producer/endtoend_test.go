@@ -12,9 +12,9 @@ import (
 	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/kinesispoll"
-	"github.com/shardline/shardline/internal/testkinesis"
 	"github.com/shardline/shardline/pkg/producer"
 	"github.com/shardline/shardline/testkit/testddb"
+	"github.com/shardline/shardline/testkit/testkinesis"
 )
 
 // TestEndToEnd is the whole Kinesis path: the producer (aggregated and

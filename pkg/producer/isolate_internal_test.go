@@ -11,7 +11,7 @@ import (
 
 	"github.com/shardline/shardline/internal/kinesislocal"
 	"github.com/shardline/shardline/internal/kinesisread"
-	"github.com/shardline/shardline/internal/testkinesis"
+	"github.com/shardline/shardline/testkit/testkinesis"
 )
 
 // TestRequestValidationIsolated: when Kinesis refuses a whole PutRecords

@@ -22,9 +22,9 @@ import (
 	"github.com/shardline/shardline/internal/kinesislocal"
 	"github.com/shardline/shardline/internal/kinesisread"
 	"github.com/shardline/shardline/internal/kpl"
-	"github.com/shardline/shardline/internal/testkinesis"
 	"github.com/shardline/shardline/pkg/producer"
 	"github.com/shardline/shardline/testkit/testddb"
+	"github.com/shardline/shardline/testkit/testkinesis"
 )
 
 func TestMain(m *testing.M) { testddb.MainWith(m, testkinesis.Start) }
