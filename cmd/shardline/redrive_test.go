@@ -22,9 +22,9 @@ import (
 	"github.com/shardline/shardline/internal/kinesisread"
 	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/internal/streams"
-	"github.com/shardline/shardline/internal/tests3"
 	"github.com/shardline/shardline/testkit/testddb"
 	"github.com/shardline/shardline/testkit/testkinesis"
+	"github.com/shardline/shardline/testkit/tests3"
 )
 
 // TestRedriveCommand: shardline redrive configured as an operator would

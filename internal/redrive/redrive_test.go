@@ -18,9 +18,9 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/kinesispoll"
 	"github.com/shardline/shardline/internal/onfailure"
-	"github.com/shardline/shardline/internal/tests3"
 	"github.com/shardline/shardline/testkit/testddb"
 	"github.com/shardline/shardline/testkit/testkinesis"
+	"github.com/shardline/shardline/testkit/tests3"
 )
 
 func TestMain(m *testing.M) { testddb.MainWith(m, testkinesis.Start, tests3.Start) }

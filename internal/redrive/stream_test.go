@@ -23,8 +23,8 @@ import (
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/internal/streams"
-	"github.com/shardline/shardline/internal/tests3"
 	"github.com/shardline/shardline/testkit/testddb"
+	"github.com/shardline/shardline/testkit/tests3"
 )
 
 // failingStore refuses one source's objects while doomed is set: the local
