@@ -11,8 +11,8 @@ import (
 
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/esm"
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/testkit/faultproxy"
 )
 
 // shardRecords is a Kinesis shard's worth of records: events of three

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/testkit/faultproxy"
 )
 
 // Times of the mix's records.
