@@ -18,9 +18,9 @@ import (
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/openapi/openapitest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/testkit/openapitest"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/shardline/shardline/internal/kinesislocal"
 	"github.com/shardline/shardline/internal/openapi"
-	"github.com/shardline/shardline/internal/openapi/openapitest"
 	"github.com/shardline/shardline/internal/syncbuf"
+	"github.com/shardline/shardline/testkit/openapitest"
 )
 
 // TestRun is `make run` end to end: DynamoDB Local starts, the samples are

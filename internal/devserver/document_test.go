@@ -12,7 +12,7 @@ import (
 
 	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/openapi"
-	"github.com/shardline/shardline/internal/openapi/openapitest"
+	"github.com/shardline/shardline/testkit/openapitest"
 )
 
 // TestServesTheDocument: the local server answers GET /openapi.yaml with

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardline/shardline/internal/openapi/openapitest"
+	"github.com/shardline/shardline/testkit/openapitest"
 )
 
 // dashboardFile is the Grafana dashboard shipped for the Infinity

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardline/shardline/internal/openapi/openapitest"
+	"github.com/shardline/shardline/testkit/openapitest"
 )
 
 // infinityMaxPages is the Infinity datasource's default page limit.

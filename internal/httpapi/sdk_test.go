@@ -16,7 +16,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/shardline/shardline/internal/devserver"
-	"github.com/shardline/shardline/internal/openapi/openapitest"
+	"github.com/shardline/shardline/testkit/openapitest"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/openapi/openapitest"
+	"github.com/shardline/shardline/testkit/openapitest"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 

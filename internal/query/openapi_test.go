@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/openapi/openapitest"
+	"github.com/shardline/shardline/testkit/openapitest"
 )
 
 // apiHandler is a Handler whose every answer to an API Gateway request,

@@ -24,8 +24,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/shardline/shardline/internal/devserver"
-	"github.com/shardline/shardline/internal/openapi/openapitest"
 	"github.com/shardline/shardline/internal/syncbuf"
+	"github.com/shardline/shardline/testkit/openapitest"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
