@@ -34,9 +34,9 @@ import (
 	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/kinesislocal"
-	"github.com/shardline/shardline/internal/openapi"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/local/openapi"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
-	"github.com/shardline/shardline/internal/openapi"
+	"github.com/shardline/shardline/local/openapi"
 )
 
 // Function names the part of the API a handler serves: the operations

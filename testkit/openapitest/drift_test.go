@@ -11,8 +11,8 @@ import (
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/openapi"
 	"github.com/shardline/shardline/internal/query"
+	"github.com/shardline/shardline/local/openapi"
 )
 
 // TestDocumentNamesTheCodesRoutes: the document's operations are exactly

@@ -14,7 +14,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/getkin/kin-openapi/openapi3filter"
 
-	"github.com/shardline/shardline/internal/openapi"
+	"github.com/shardline/shardline/local/openapi"
 )
 
 // sdkEvent is an event as a producer builds it with the CloudEvents Go SDK,
