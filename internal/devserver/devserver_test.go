@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/shardline/shardline/internal/kinesislocal"
-	"github.com/shardline/shardline/internal/syncbuf"
 	"github.com/shardline/shardline/local/openapi"
+	"github.com/shardline/shardline/local/syncbuf"
 	"github.com/shardline/shardline/testkit/openapitest"
 )
 

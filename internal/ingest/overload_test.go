@@ -15,7 +15,7 @@ import (
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
-	"github.com/shardline/shardline/internal/syncbuf"
+	"github.com/shardline/shardline/local/syncbuf"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/testddb"

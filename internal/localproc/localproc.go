@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardline/shardline/internal/syncbuf"
+	"github.com/shardline/shardline/local/syncbuf"
 )
 
 // ErrNoNode is returned when node is not on PATH.

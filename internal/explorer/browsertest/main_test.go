@@ -24,7 +24,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/shardline/shardline/internal/devserver"
-	"github.com/shardline/shardline/internal/syncbuf"
+	"github.com/shardline/shardline/local/syncbuf"
 	"github.com/shardline/shardline/testkit/openapitest"
 	"github.com/shardline/shardline/testkit/testddb"
 )
