@@ -12,7 +12,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/shardline/shardline/internal/localproc"
+	"github.com/shardline/shardline/local/localproc"
 )
 
 // JarEnv names the environment variable that, when set, points at

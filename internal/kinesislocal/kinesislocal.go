@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/shardline/shardline/internal/backoff"
-	"github.com/shardline/shardline/internal/localproc"
+	"github.com/shardline/shardline/local/localproc"
 )
 
 // Region is the region of the local streams' ARNs. kinesalite names every

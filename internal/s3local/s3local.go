@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/shardline/shardline/internal/localproc"
+	"github.com/shardline/shardline/local/localproc"
 )
 
 // Region is the local buckets' region.

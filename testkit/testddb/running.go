@@ -3,7 +3,7 @@ package testddb
 import (
 	"testing"
 
-	"github.com/shardline/shardline/internal/localproc"
+	"github.com/shardline/shardline/local/localproc"
 )
 
 // Running is an engine a test binary runs once (DynamoDB Local,
