@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/ddbclient"
-	"github.com/shardline/shardline/internal/ddblocal"
 	"github.com/shardline/shardline/internal/ddbstub"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/local/ddblocal"
 )
 
 // CostOptions size the cost model (issue 22); no workloads skips it.

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/ddbclient"
-	"github.com/shardline/shardline/internal/ddblocal"
+	"github.com/shardline/shardline/local/ddblocal"
 )
 
 // CountsOptions size the counts benchmark (issue 10): what it costs to keep

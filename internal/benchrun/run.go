@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/shardline/shardline/internal/ddbclient"
-	"github.com/shardline/shardline/internal/ddblocal"
 	"github.com/shardline/shardline/internal/ddbstub"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/local/ddblocal"
 )
 
 // Options configure Run.

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/ddbclient"
-	"github.com/shardline/shardline/internal/ddblocal"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/local/ddblocal"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
