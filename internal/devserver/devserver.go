@@ -32,10 +32,10 @@ import (
 	"github.com/shardline/shardline/internal/explorer"
 	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/kinesislocal"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/local/ddblocal"
+	"github.com/shardline/shardline/local/kinesislocal"
 	"github.com/shardline/shardline/local/openapi"
 	"github.com/shardline/shardline/pkg/bucketing"
 )

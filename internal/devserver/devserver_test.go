@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/shardline/shardline/internal/kinesislocal"
+	"github.com/shardline/shardline/local/kinesislocal"
 	"github.com/shardline/shardline/local/openapi"
 	"github.com/shardline/shardline/local/syncbuf"
 	"github.com/shardline/shardline/testkit/openapitest"

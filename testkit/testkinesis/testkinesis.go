@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/shardline/shardline/internal/kinesislocal"
+	"github.com/shardline/shardline/local/kinesislocal"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
