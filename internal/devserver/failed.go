@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/shardline/shardline/internal/onfailure"
-	"github.com/shardline/shardline/internal/s3local"
 	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/local/s3local"
 )
 
 // FailedBucket is the local on-failure bucket: every local event source

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/shardline/shardline/internal/s3local"
+	"github.com/shardline/shardline/local/s3local"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
