@@ -16,8 +16,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/shardline/shardline/internal/kinesisread"
 	"github.com/shardline/shardline/internal/kpl"
+	"github.com/shardline/shardline/local/kinesisread"
 	"github.com/shardline/shardline/testkit/testkinesis"
 )
 

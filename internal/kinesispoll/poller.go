@@ -25,8 +25,8 @@ import (
 
 	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/esm"
-	"github.com/shardline/shardline/internal/kinesisread"
 	"github.com/shardline/shardline/internal/onfailure"
+	"github.com/shardline/shardline/local/kinesisread"
 )
 
 // Destination receives the on-failure record of each batch given up on.

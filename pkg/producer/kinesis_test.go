@@ -18,9 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/kinesisread"
 	"github.com/shardline/shardline/internal/kpl"
 	"github.com/shardline/shardline/local/kinesislocal"
+	"github.com/shardline/shardline/local/kinesisread"
 	"github.com/shardline/shardline/pkg/producer"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/testddb"

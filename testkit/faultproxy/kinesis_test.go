@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/shardline/shardline/internal/kinesisread"
+	"github.com/shardline/shardline/local/kinesisread"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/testddb"
 	"github.com/shardline/shardline/testkit/testkinesis"

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/shardline/shardline/internal/kinesisread"
+	"github.com/shardline/shardline/local/kinesisread"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
