@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/kinesispoll"
 	"github.com/shardline/shardline/local/kinesislocal"
+	"github.com/shardline/shardline/local/kinesispoll"
 )
 
 // The local event source mapping runs with the stack's defaults

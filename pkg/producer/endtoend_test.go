@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/kinesispoll"
+	"github.com/shardline/shardline/local/kinesispoll"
 	"github.com/shardline/shardline/pkg/producer"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/testddb"
