@@ -19,7 +19,7 @@ import (
 	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
-	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/local/ddbstreams"
 	"github.com/shardline/shardline/testkit/openapitest"
 	"github.com/shardline/shardline/testkit/testddb"
 )
@@ -66,13 +66,13 @@ func localAPI(t *testing.T, withCounts bool) string {
 	t.Cleanup(srv.Close)
 	if withCounts {
 		ctx, cancel := context.WithCancel(context.Background())
-		arn, err := streams.StreamARN(ctx, client, table)
+		arn, err := ddbstreams.StreamARN(ctx, client, table)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f := counts.NewFunction(counts.Config{Table: table, Retention: 30 * 24 * time.Hour}, client, slog.New(slog.DiscardHandler), nil)
-		p := &streams.Poller{
-			Client: streams.Static(testddb.Endpoint(t)), StreamARN: arn, Window: 100 * time.Millisecond, BatchSize: 1000,
+		p := &ddbstreams.Poller{
+			Client: ddbstreams.Static(testddb.Endpoint(t)), StreamARN: arn, Window: 100 * time.Millisecond, BatchSize: 1000,
 			Filter: func(r events.DynamoDBEventRecord) bool {
 				pk, ok := r.Change.Keys["pk"]
 				return r.EventName == "INSERT" && ok && strings.HasPrefix(pk.String(), "E#")

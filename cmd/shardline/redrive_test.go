@@ -20,7 +20,7 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/onfailure"
-	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/local/ddbstreams"
 	"github.com/shardline/shardline/local/kinesisread"
 	"github.com/shardline/shardline/testkit/testddb"
 	"github.com/shardline/shardline/testkit/testkinesis"
@@ -90,11 +90,11 @@ func TestRedriveCommand(t *testing.T) {
 	if resp, err := ingest.New(ingest.DefaultConfig(table), ddb, ingest.Options{}).Kinesis(ctx, k); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("ingest: %v %v", err, resp)
 	}
-	tableStream, err := streams.StreamARN(ctx, ddb, table)
+	tableStream, err := ddbstreams.StreamARN(ctx, ddb, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byShard, err := streams.Read(ctx, streams.Static(testddb.Endpoint(t)), tableStream)
+	byShard, err := ddbstreams.Read(ctx, ddbstreams.Static(testddb.Endpoint(t)), tableStream)
 	if err != nil {
 		t.Fatal(err)
 	}

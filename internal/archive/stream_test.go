@@ -20,7 +20,7 @@ import (
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/local/ddbstreams"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
@@ -74,11 +74,11 @@ func TestArchiveFromTheStream(t *testing.T) {
 		}
 	}
 
-	arn, err := streams.StreamARN(ctx, client, table)
+	arn, err := ddbstreams.StreamARN(ctx, client, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := streams.Read(ctx, streams.Static(testddb.Endpoint(t)), arn)
+	recs, err := ddbstreams.Read(ctx, ddbstreams.Static(testddb.Endpoint(t)), arn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/local/ddbstreams"
 )
 
 // CountsWriteRow is what the counter wrote for one part of the busy
@@ -135,11 +135,11 @@ func ingestBusy(ctx context.Context, client *dynamodb.Client, table string, o Co
 // with its event's time and its size as JSON in an invocation. DynamoDB
 // Local gives a table's stream one shard.
 func readStream(ctx context.Context, client *dynamodb.Client, endpoint, table string) (string, int, []streamed, error) {
-	arn, err := streams.StreamARN(ctx, client, table)
+	arn, err := ddbstreams.StreamARN(ctx, client, table)
 	if err != nil {
 		return "", 0, nil, err
 	}
-	byShard, err := streams.Read(ctx, streams.Static(endpoint), arn)
+	byShard, err := ddbstreams.Read(ctx, ddbstreams.Static(endpoint), arn)
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("read the stream of %s: %w", table, err)
 	}

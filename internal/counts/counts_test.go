@@ -18,7 +18,7 @@ import (
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/params"
-	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/local/ddbstreams"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/testddb"
 )
@@ -77,11 +77,11 @@ func (e *env) send(t *testing.T, h *ingest.Handler, evs []ev, raw ...string) {
 func (e *env) stream(t *testing.T) map[string][]events.DynamoDBEventRecord {
 	t.Helper()
 	c := testddb.Client(t, testddb.Endpoint(t))
-	arn, err := streams.StreamARN(context.Background(), c, e.table)
+	arn, err := ddbstreams.StreamARN(context.Background(), c, e.table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := streams.Read(context.Background(), streams.Static(testddb.Endpoint(t)), arn)
+	recs, err := ddbstreams.Read(context.Background(), ddbstreams.Static(testddb.Endpoint(t)), arn)
 	if err != nil {
 		t.Fatal(err)
 	}

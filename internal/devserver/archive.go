@@ -18,7 +18,7 @@ import (
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/item"
-	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/local/ddbstreams"
 )
 
 // LocalArchiveWindow is the local archive's batching window: shorter than
@@ -32,7 +32,7 @@ const LocalArchiveWindow = time.Second
 // are files to look at: under dbDir when the data is kept, else a temporary
 // one, which it returns. It stops with ctx.
 func startArchive(ctx context.Context, out io.Writer, client *dynamodb.Client, endpoint, table, dbDir string, fb failed, log *slog.Logger) (string, error) {
-	arn, err := streams.StreamARN(ctx, client, table)
+	arn, err := ddbstreams.StreamARN(ctx, client, table)
 	if err != nil {
 		return "", fmt.Errorf("archive: %w", err)
 	}
@@ -43,8 +43,8 @@ func startArchive(ctx context.Context, out io.Writer, client *dynamodb.Client, e
 		}
 	}
 	f := &archive.Function{Store: archive.Dir(dir), Log: log}
-	p := &streams.Poller{
-		Client:    streams.Static(endpoint),
+	p := &ddbstreams.Poller{
+		Client:    ddbstreams.Static(endpoint),
 		StreamARN: arn,
 		Window:    LocalArchiveWindow,
 		BatchSize: 1000,

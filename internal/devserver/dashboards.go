@@ -20,7 +20,7 @@ import (
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/sparkline"
-	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/local/ddbstreams"
 )
 
 // LocalCounterWindow is the local counter's batching window: shorter than
@@ -32,13 +32,13 @@ const LocalCounterWindow = time.Second
 // shard id, retried a bounded number of times, then given up to the
 // on-failure bucket. It stops with ctx.
 func startCounter(ctx context.Context, out io.Writer, client *dynamodb.Client, endpoint, table string, retention time.Duration, fb failed, log *slog.Logger) error {
-	arn, err := streams.StreamARN(ctx, client, table)
+	arn, err := ddbstreams.StreamARN(ctx, client, table)
 	if err != nil {
 		return fmt.Errorf("counts: %w (a table made by an older shardline has none: use a fresh -db directory)", err)
 	}
 	f := counts.NewFunction(counts.Config{Table: table, Retention: retention}, client, log, nil)
-	p := &streams.Poller{
-		Client:    streams.Static(endpoint),
+	p := &ddbstreams.Poller{
+		Client:    ddbstreams.Static(endpoint),
 		StreamARN: arn,
 		Window:    LocalCounterWindow,
 		BatchSize: 1000,

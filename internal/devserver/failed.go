@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/shardline/shardline/internal/onfailure"
-	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/local/ddbstreams"
 	"github.com/shardline/shardline/local/s3local"
 )
 
@@ -77,8 +77,8 @@ func (f failed) destination(mapping string) onfailure.S3 {
 
 // retry is how the local mapping of function fn on the table's stream
 // treats a failing batch: as the stack's.
-func (f failed) retry(fn, mapping string) *streams.Retry {
-	return &streams.Retry{
+func (f failed) retry(fn, mapping string) *ddbstreams.Retry {
+	return &ddbstreams.Retry{
 		RetryAttempts: LocalStreamRetryAttempts, Bisect: true, MaxRecordAge: LocalStreamMaxRecordAge,
 		OnFailure:   f.destination(mapping).Put,
 		FunctionARN: localFunctionARN(fn),

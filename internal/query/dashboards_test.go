@@ -16,7 +16,7 @@ import (
 	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/local/ddbstreams"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
@@ -37,11 +37,11 @@ func TestDashboardRoutes(t *testing.T) {
 	if resp, err := in.Kinesis(loading(t), k); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("ingest: %v %v", err, resp.BatchItemFailures)
 	}
-	arn, err := streams.StreamARN(context.Background(), client, table)
+	arn, err := ddbstreams.StreamARN(context.Background(), client, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := streams.Read(context.Background(), streams.Static(testddb.Endpoint(t)), arn)
+	recs, err := ddbstreams.Read(context.Background(), ddbstreams.Static(testddb.Endpoint(t)), arn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/onfailure"
-	"github.com/shardline/shardline/internal/streams"
+	"github.com/shardline/shardline/local/ddbstreams"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/testddb"
 	"github.com/shardline/shardline/testkit/tests3"
@@ -84,15 +84,15 @@ func TestRedriveTableStream(t *testing.T) {
 	store.doomed.Store(true)
 	counter := counts.NewFunction(counts.Config{Table: table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, proxy.URL), nil, nil)
 	arch := &archive.Function{Store: store}
-	arn, err := streams.StreamARN(ctx, client, table)
+	arn, err := ddbstreams.StreamARN(ctx, client, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	poller := func(fn, mapping string, handler streams.Handler, kinds ...string) *streams.Poller {
-		return &streams.Poller{Client: streams.Static(testddb.Endpoint(t)), StreamARN: arn, Window: 50 * time.Millisecond, Idle: 20 * time.Millisecond,
+	poller := func(fn, mapping string, handler ddbstreams.Handler, kinds ...string) *ddbstreams.Poller {
+		return &ddbstreams.Poller{Client: ddbstreams.Static(testddb.Endpoint(t)), StreamARN: arn, Window: 50 * time.Millisecond, Idle: 20 * time.Millisecond,
 			BatchSize: 100, Handler: handler,
 			Filter: func(r events.DynamoDBEventRecord) bool { return item.IsEventChange(r, kinds...) },
-			Retry: &streams.Retry{RetryAttempts: 1, Bisect: true, FunctionARN: "arn:aws:lambda:us-east-1:000000000000:function:" + fn,
+			Retry: &ddbstreams.Retry{RetryAttempts: 1, Bisect: true, FunctionARN: "arn:aws:lambda:us-east-1:000000000000:function:" + fn,
 				OnFailure: onfailure.S3{Client: tests3.Client(t), Bucket: bucket, MappingUUID: mapping}.Put}}
 	}
 	cp := poller("counter-fn", "counter-mapping", func(ctx context.Context, ev events.DynamoDBTimeWindowEvent) error {

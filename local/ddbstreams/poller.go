@@ -1,4 +1,4 @@
-// Package streams plays, on one machine, the part of Lambda's event source
+// Package ddbstreams plays, on one machine, the part of Lambda's event source
 // mapping for a DynamoDB stream: it reads the stream of DynamoDB Local shard
 // by shard, turns the records into the events Lambda sends, filters them as
 // the mapping's filter would, batches them by size and window, and invokes a
@@ -8,7 +8,7 @@
 // on and sent, records included, to an on-failure destination. `make run`
 // runs the counter and archive functions with it; tests read the stream
 // with it.
-package streams
+package ddbstreams
 
 import (
 	"context"
