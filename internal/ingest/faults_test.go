@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/cloudevent"
-	"github.com/shardline/shardline/internal/esm"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/local/esm"
 	"github.com/shardline/shardline/testkit/faultproxy"
 )
 

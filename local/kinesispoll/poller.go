@@ -24,8 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/shardline/shardline/internal/backoff"
-	"github.com/shardline/shardline/internal/esm"
 	"github.com/shardline/shardline/internal/onfailure"
+	"github.com/shardline/shardline/local/esm"
 	"github.com/shardline/shardline/local/kinesisread"
 )
 
