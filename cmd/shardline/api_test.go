@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/counts"
-	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/local/httpapi"
 	"github.com/shardline/shardline/testkit/openapitest"
 	"github.com/shardline/shardline/testkit/testddb"
 )

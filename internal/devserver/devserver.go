@@ -30,11 +30,11 @@ import (
 
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/explorer"
-	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/local/ddblocal"
+	"github.com/shardline/shardline/local/httpapi"
 	"github.com/shardline/shardline/local/kinesislocal"
 	"github.com/shardline/shardline/local/openapi"
 	"github.com/shardline/shardline/pkg/bucketing"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/shardline/shardline/internal/httpapi"
+	"github.com/shardline/shardline/local/httpapi"
 	"github.com/shardline/shardline/local/openapi"
 	"github.com/shardline/shardline/testkit/openapitest"
 )
