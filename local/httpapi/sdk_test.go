@@ -15,7 +15,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
-	"github.com/shardline/shardline/internal/devserver"
+	"github.com/shardline/shardline/local/devserver"
 	"github.com/shardline/shardline/testkit/openapitest"
 	"github.com/shardline/shardline/testkit/testddb"
 )

@@ -20,7 +20,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/shardline/shardline/internal/devserver"
+	"github.com/shardline/shardline/local/devserver"
 	"github.com/shardline/shardline/pkg/producer"
 	"github.com/shardline/shardline/testkit/testddb"
 )

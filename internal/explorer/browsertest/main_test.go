@@ -23,7 +23,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/shardline/shardline/internal/devserver"
+	"github.com/shardline/shardline/local/devserver"
 	"github.com/shardline/shardline/local/syncbuf"
 	"github.com/shardline/shardline/testkit/openapitest"
 	"github.com/shardline/shardline/testkit/testddb"
