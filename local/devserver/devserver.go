@@ -29,7 +29,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/ddbclient"
-	"github.com/shardline/shardline/internal/explorer"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
@@ -37,6 +36,7 @@ import (
 	"github.com/shardline/shardline/local/httpapi"
 	"github.com/shardline/shardline/local/kinesislocal"
 	"github.com/shardline/shardline/local/openapi"
+	"github.com/shardline/shardline/ops/explorer"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
