@@ -19,8 +19,8 @@ import (
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/query"
-	"github.com/shardline/shardline/internal/sparkline"
 	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/ops/sparkline"
 )
 
 // LocalCounterWindow is the local counter's batching window: shorter than
