@@ -17,8 +17,8 @@ import (
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/internal/redrive"
+	"github.com/shardline/shardline/ops/onfailure"
 )
 
 // redriveHelp is what "shardline redrive -h" prints before the flags.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/counts"
-	"github.com/shardline/shardline/internal/onfailure"
+	"github.com/shardline/shardline/ops/onfailure"
 )
 
 // batch is an object's records, of one kind of stream.

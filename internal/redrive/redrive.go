@@ -27,8 +27,8 @@ import (
 
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
-	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/local/esm"
+	"github.com/shardline/shardline/ops/onfailure"
 )
 
 // S3API is the part of the S3 client redrive uses.

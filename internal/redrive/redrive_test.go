@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/local/kinesispoll"
+	"github.com/shardline/shardline/ops/onfailure"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/testddb"
 	"github.com/shardline/shardline/testkit/testkinesis"

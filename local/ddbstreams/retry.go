@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/backoff"
-	"github.com/shardline/shardline/internal/onfailure"
+	"github.com/shardline/shardline/ops/onfailure"
 )
 
 // Destination receives the on-failure record of each batch given up on.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/local/ddbstreams"
 	"github.com/shardline/shardline/local/s3local"
+	"github.com/shardline/shardline/ops/onfailure"
 )
 
 // FailedBucket is the local on-failure bucket: every local event source

@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/shardline/shardline/internal/onfailure"
+	"github.com/shardline/shardline/ops/onfailure"
 )
 
 // Handler is a Kinesis handler with partial batch responses.

@@ -24,9 +24,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/shardline/shardline/internal/backoff"
-	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/local/esm"
 	"github.com/shardline/shardline/local/kinesisread"
+	"github.com/shardline/shardline/ops/onfailure"
 )
 
 // Destination receives the on-failure record of each batch given up on.

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/onfailure"
 	"github.com/shardline/shardline/local/kinesisread"
+	"github.com/shardline/shardline/ops/onfailure"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/testddb"
 	"github.com/shardline/shardline/testkit/testkinesis"

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/shardline/shardline/internal/onfailure"
+	"github.com/shardline/shardline/ops/onfailure"
 )
 
 // API is the part of the Kinesis client a reader uses.
