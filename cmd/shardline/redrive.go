@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/shardline/shardline/cmd/shardline/internal/redrive"
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/redrive"
 	"github.com/shardline/shardline/ops/onfailure"
 )
 
