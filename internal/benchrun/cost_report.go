@@ -12,8 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/shardline/shardline/bench/ddbstub"
 	"github.com/shardline/shardline/internal/ddbclient"
-	"github.com/shardline/shardline/internal/ddbstub"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/local/ddblocal"

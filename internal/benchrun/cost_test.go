@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardline/shardline/internal/ddbstub"
+	"github.com/shardline/shardline/bench/ddbstub"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/testkit/testddb"
 )

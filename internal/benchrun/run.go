@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardline/shardline/bench/ddbstub"
 	"github.com/shardline/shardline/internal/ddbclient"
-	"github.com/shardline/shardline/internal/ddbstub"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/local/ddblocal"
 )
