@@ -48,7 +48,7 @@ import (
 // in a window to read a rise from, and the first step undershoots; the
 // events of the seven minutes before it takes effect then take longer to
 // drain through four keys than the source takes to build a new backlog.
-// internal/heatsim runs the 50,000 events/s ramp without scaling.
+// bench/heatsim runs the 50,000 events/s ramp without scaling.
 func TestAdaptiveShardingUnderARamp(t *testing.T) {
 	const (
 		scale   = 250.0 // traffic and key ceilings, this many times smaller than life
