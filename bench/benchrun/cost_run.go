@@ -310,8 +310,8 @@ func newSim(ctx context.Context, w CostWorkload, env costEnv, eventBytes int) (*
 		}))
 		s.batchers = append(s.batchers, cutter[events.KinesisEventRecord]{m: ingestMapping})
 	}
-	s.counter = counts.NewFunction(counts.Config{Table: env.table, Retention: retentionDays * 24 * time.Hour, LogLevel: slog.LevelInfo},
-		s.book, infoLogger(s.logs[1]), emf.New(s.logs[1], counts.Dimensions()))
+	s.counter = counts.New(counts.Config{Table: env.table, Retention: retentionDays * 24 * time.Hour, LogLevel: slog.LevelInfo},
+		s.book, counts.Options{Logger: infoLogger(s.logs[1]), Metrics: emf.New(s.logs[1], counts.Dimensions())})
 	s.arch = &archive.Function{Store: s.store, Log: infoLogger(s.logs[2]), Metrics: emf.New(s.logs[2], map[string]string{"Function": "archive"})}
 	for range s.sink.shards {
 		s.counterCut = append(s.counterCut, cutter[arrival]{m: stackMapping})

@@ -88,7 +88,7 @@ func measureCharts(ctx context.Context, client *dynamodb.Client, o CountsOptions
 		{Kind: chartMonth, Chart: fmt.Sprintf("%d d at 1 hour, by type", o.Days), queryParams: url.Values{"source": {busySource},
 			"from": {end.Add(-time.Duration(o.Days) * 24 * time.Hour).Format(time.RFC3339)}, "to": {end.Format(time.RFC3339)}, "interval": {"1h"}, "group_by": {"type"}}},
 	}
-	h := query.NewHandler(query.Config{Table: countsChartsTable}, client, query.Options{Now: func() time.Time { return end }})
+	h := query.New(query.Config{Table: countsChartsTable}, client, query.Options{Now: func() time.Time { return end }})
 	for i := range rows {
 		if err := chart(ctx, h, client, &rows[i], segs, end); err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", rows[i].Chart, err)

@@ -139,7 +139,7 @@ func queries(ctx context.Context, client *dynamodb.Client, table string, now tim
 				if asked == query.PathGSI {
 					o.Path = query.PathGSI
 				}
-				h := query.NewHandler(query.Config{Table: table}, client, o)
+				h := query.New(query.Config{Table: table}, client, o)
 				q := url.Values{"source": {s.name}, "limit": {"100"}, "from": {to.Add(-w.span).Format(time.RFC3339)}, "to": {to.Format(time.RFC3339)}}
 				if asked == "consistent" {
 					q.Set("consistent", "true")

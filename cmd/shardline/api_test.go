@@ -47,7 +47,7 @@ func localAPI(t *testing.T, withCounts bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qh := query.NewHandler(qcfg, client, query.Options{})
+	qh := query.New(qcfg, client, query.Options{})
 	checked := func(fn httpapi.Func) httpapi.Func {
 		return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			resp, err := fn(ctx, req)
@@ -70,7 +70,7 @@ func localAPI(t *testing.T, withCounts bool) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := counts.NewFunction(counts.Config{Table: table, Retention: 30 * 24 * time.Hour}, client, slog.New(slog.DiscardHandler), nil)
+		f := counts.New(counts.Config{Table: table, Retention: 30 * 24 * time.Hour}, client, counts.Options{Logger: slog.New(slog.DiscardHandler)})
 		p := &ddbstreams.Poller{
 			Client: ddbstreams.Static(testddb.Endpoint(t)), StreamARN: arn, Window: 100 * time.Millisecond, BatchSize: 1000,
 			Filter: func(r events.DynamoDBEventRecord) bool {

@@ -216,7 +216,7 @@ func redriveCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case f.archiveBucket != "":
-		r.Archive = &archive.Function{Store: archive.S3{Client: s3c, Bucket: f.archiveBucket}, Log: logger}
+		r.Archive = archive.New(archive.Config{Bucket: f.archiveBucket}, s3c, archive.Options{Logger: logger})
 	case f.archiveDir != "":
 		r.Archive = &archive.Function{Store: archive.Dir(f.archiveDir), Log: logger}
 	}

@@ -60,8 +60,8 @@ func TestCounterOverflow(t *testing.T) {
 	}
 
 	var metrics, logs bytes.Buffer
-	f := counts.NewFunction(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, testddb.Endpoint(t)),
-		slog.New(slog.NewJSONHandler(&logs, nil)), emf.New(&metrics, counts.Dimensions()))
+	f := counts.New(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, testddb.Endpoint(t)),
+		counts.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: emf.New(&metrics, counts.Dimensions())})
 	recs := e.stream(t)
 	invokeOnce(t, f, recs, 1000)
 
@@ -110,8 +110,8 @@ func TestCounterOverflow(t *testing.T) {
 
 	// Every record again, to a new container, with other boundaries.
 	metrics.Reset()
-	cold := counts.NewFunction(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, testddb.Endpoint(t)),
-		nil, emf.New(&metrics, counts.Dimensions()))
+	cold := counts.New(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, testddb.Endpoint(t)),
+		counts.Options{Metrics: emf.New(&metrics, counts.Dimensions())})
 	invokeOnce(t, cold, e.stream(t), 333)
 	if n, o := metricSum(t, &metrics, "Counted"), metricSum(t, &metrics, counts.MetricOverflow); n != 0 || o != 0 {
 		t.Errorf("redelivered, %d events counted again, %d of them overflowed", n, o)

@@ -62,7 +62,7 @@ func giveUp(t *testing.T, noteFails bool) *givenUp {
 		}
 		return nil, nil
 	})
-	g.fn = counts.NewFunction(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, g.proxy.URL), nil, nil)
+	g.fn = counts.New(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, g.proxy.URL), counts.Options{})
 	for range 3 {
 		if _, err := g.fn.Invoke(context.Background(), g.event(g.batch)); err == nil {
 			t.Fatal("the batch was counted despite the fault")

@@ -158,7 +158,7 @@ func TestMidnightStartOfManySources(t *testing.T) {
 	e.assertExactlyOnce(t, want, bad)
 
 	// GET /v1/sources lists every source, paged.
-	qh := query.NewHandler(query.Config{Table: table}, testddb.Client(t, endpoint), query.Options{Now: clk.now})
+	qh := query.New(query.Config{Table: table}, testddb.Client(t, endpoint), query.Options{Now: clk.now})
 	listed := map[string]int{}
 	q := url.Values{"from": {midnight.Format(time.RFC3339)}, "to": {midnight.Add(time.Hour).Format(time.RFC3339)}, "limit": {"400"}}
 	for pages := 0; ; pages++ {

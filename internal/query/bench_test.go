@@ -87,8 +87,8 @@ func BenchmarkDashboard(b *testing.B) {
 		}{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}} {
 			for _, path := range []string{PathGSI, PathScatter} {
 				b.Run(src+"/"+span.name+"/"+path, func(b *testing.B) {
-					c := &counting{API: client}
-					h := NewHandler(Config{Table: table}, c, Options{Now: func() time.Time { return now }})
+					c := &counting{Client: client}
+					h := New(Config{Table: table}, c, Options{Now: func() time.Time { return now }})
 					q := url.Values{"source": {src}, "from": {now.Add(-span.d).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
 					if path == PathScatter {
 						q.Set("consistent", "true")

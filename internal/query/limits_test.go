@@ -28,7 +28,7 @@ func TestScatterConcurrencyBounded(t *testing.T) {
 	}
 	p := faultproxy.For(t, testddb.Endpoint(t))
 	const conc = 16
-	h := checked(t, NewHandler(Config{Table: table, Concurrency: conc}, testddb.Client(t, p.URL), Options{Now: func() time.Time { return now }}))
+	h := checked(t, New(Config{Table: table, Concurrency: conc}, testddb.Client(t, p.URL), Options{Now: func() time.Time { return now }}))
 	status, _, body := get(t, h, EventsRoute, url.Values{"source": {"wide"}, "consistent": {"true"}, "limit": {"1000"},
 		"from": {from.Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}})
 	if status != 200 {

@@ -26,12 +26,12 @@ import (
 // items each Query evaluated (ScannedCount, what DynamoDB bills and what
 // the function holds in memory) and the items each BatchGetItem returned.
 type counting struct {
-	API
+	Client
 	items atomic.Int64
 }
 
 func (c *counting) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	out, err := c.API.Query(ctx, in, o...)
+	out, err := c.Client.Query(ctx, in, o...)
 	if err == nil {
 		c.items.Add(int64(out.ScannedCount))
 	}
@@ -39,7 +39,7 @@ func (c *counting) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func
 }
 
 func (c *counting) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	out, err := c.API.BatchGetItem(ctx, in, o...)
+	out, err := c.Client.BatchGetItem(ctx, in, o...)
 	if err == nil {
 		for _, items := range out.Responses {
 			c.items.Add(int64(len(items)))
@@ -165,8 +165,8 @@ func TestPageReadsAreBounded(t *testing.T) {
 	b := loadBurst(t)
 	const limit = 200
 	for _, consistent := range []bool{false, true} {
-		c := &counting{API: testddb.Client(t, testddb.Endpoint(t))}
-		h := checked(t, NewHandler(Config{Table: b.table}, c, Options{Now: func() time.Time { return now }}))
+		c := &counting{Client: testddb.Client(t, testddb.Endpoint(t))}
+		h := checked(t, New(Config{Table: b.table}, c, Options{Now: func() time.Time { return now }}))
 		status, _, body := get(t, h, EventsRoute, burstQuery(limit, consistent))
 		if status != 200 {
 			t.Fatalf("%d %s", status, body)

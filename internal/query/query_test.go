@@ -141,7 +141,7 @@ func newHandler(t testing.TB, table, endpoint string) *Handler {
 // newHandlerOn is newHandler with eventually consistent pages served by
 // path (PathGSI, PathScatter, or "" for the cheaper).
 func newHandlerOn(t testing.TB, table, endpoint, path string) *Handler {
-	return NewHandler(Config{Table: table}, testddb.Client(t, endpoint), Options{Now: func() time.Time { return now }, Path: path})
+	return New(Config{Table: table}, testddb.Client(t, endpoint), Options{Now: func() time.Time { return now }, Path: path})
 }
 
 // handlerFor is newHandler, its answers checked against the OpenAPI document.
@@ -307,7 +307,7 @@ func TestConsistentReadYourWrites(t *testing.T) {
 	client := testddb.Client(t, testddb.Endpoint(t))
 	real := time.Now()
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{})
-	h := checked(t, NewHandler(Config{Table: table}, client, Options{}))
+	h := checked(t, New(Config{Table: table}, client, Options{}))
 	for i := range 5 {
 		id := fmt.Sprintf("ryw-%d", i)
 		body := fmt.Sprintf(`{"id":%q,"source":"ryw","type":"t","time":%q}`, id, real.Format(time.RFC3339Nano))
@@ -429,7 +429,7 @@ func TestBadParametersAnswer400(t *testing.T) {
 func TestDefaultRangePagesStayPut(t *testing.T) {
 	c := loadCorpus(t)
 	clock := now
-	h := checked(t, NewHandler(Config{Table: c.table}, testddb.Client(t, testddb.Endpoint(t)), Options{Now: func() time.Time { return clock }}))
+	h := checked(t, New(Config{Table: c.table}, testddb.Client(t, testddb.Endpoint(t)), Options{Now: func() time.Time { return clock }}))
 	q := url.Values{"source": {c.source}, "limit": {"10"}}
 	var got []string
 	for {

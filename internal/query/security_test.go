@@ -163,7 +163,7 @@ func TestCursorRangeIsChecked(t *testing.T) {
 	const secret = "test-cursor-key"
 	table := testddb.Table(t)
 	keys := NewKeys(secret, table)
-	h := checked(t, NewHandler(Config{Table: table, CursorSecret: secret}, testddb.Client(t, testddb.Endpoint(t)), Options{Now: func() time.Time { return now }}))
+	h := checked(t, New(Config{Table: table, CursorSecret: secret}, testddb.Client(t, testddb.Endpoint(t)), Options{Now: func() time.Time { return now }}))
 	huge := Params{Source: "s", Order: Desc, From: time.Unix(0, 0).UTC(), To: time.Date(2262, 4, 1, 0, 0, 0, 0, time.UTC)}
 	inverted := Params{Source: "s", Order: Desc, From: now, To: now.Add(-time.Hour)}
 	for _, tc := range []struct {

@@ -36,7 +36,7 @@ func startCounter(ctx context.Context, out io.Writer, client *dynamodb.Client, e
 	if err != nil {
 		return fmt.Errorf("counts: %w (a table made by an older shardline has none: use a fresh -db directory)", err)
 	}
-	f := counts.NewFunction(counts.Config{Table: table, Retention: retention}, client, log, nil)
+	f := counts.New(counts.Config{Table: table, Retention: retention}, client, counts.Options{Logger: log})
 	p := &ddbstreams.Poller{
 		Client:    ddbstreams.Static(endpoint),
 		StreamARN: arn,

@@ -129,7 +129,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	fmt.Fprintf(out, "cursor key: %s\n", qcfg.CursorKeyOrigin())
-	qh := query.NewHandler(qcfg, client, query.Options{Logger: log})
+	qh := query.New(qcfg, client, query.Options{Logger: log})
 	mux := httpapi.NewMux()
 	mux.Handle("POST "+ingest.Route, h.HTTP)
 	mux.Handle("GET "+query.EventsRoute, qh.HTTP)

@@ -82,7 +82,7 @@ func TestRedriveTableStream(t *testing.T) {
 	})
 	store := &failingStore{Store: archive.Dir(dir)}
 	store.doomed.Store(true)
-	counter := counts.NewFunction(counts.Config{Table: table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, proxy.URL), nil, nil)
+	counter := counts.New(counts.Config{Table: table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, proxy.URL), counts.Options{})
 	arch := &archive.Function{Store: store}
 	arn, err := ddbstreams.StreamARN(ctx, client, table)
 	if err != nil {

@@ -185,7 +185,7 @@ func (e *env) storedEvents(t *testing.T, source string, from, to time.Time) []ma
 // function's handler, every page, oldest first.
 func (e *env) listQuarantine(t *testing.T, from, to time.Time) []query.Record {
 	t.Helper()
-	h := query.NewHandler(query.Config{Table: e.table}, e.direct, query.Options{Now: func() time.Time { return replayAt }})
+	h := query.New(query.Config{Table: e.table}, e.direct, query.Options{Now: func() time.Time { return replayAt }})
 	q := url.Values{"from": {from.Format(time.RFC3339Nano)}, "to": {to.Format(time.RFC3339Nano)}, "order": {"asc"}, "limit": {"1000"}}
 	var out []query.Record
 	for {

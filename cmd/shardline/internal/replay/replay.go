@@ -17,7 +17,7 @@ import (
 // API is the part of the DynamoDB client a replay uses besides the ingest
 // handler's: reading the quarantine, and marking its records.
 type API interface {
-	query.API
+	query.Client
 	MarkAPI
 }
 

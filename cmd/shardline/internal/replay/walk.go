@@ -49,7 +49,7 @@ type walker struct {
 	done   bool
 }
 
-func newWalker(client query.API, table string, rg Range, size int) *walker {
+func newWalker(client query.Client, table string, rg Range, size int) *walker {
 	return &walker{
 		reader: &query.Reader{Client: client, Table: table},
 		rg:     rg,
@@ -85,7 +85,7 @@ func (w *walker) next(ctx context.Context) (pg page, ok bool, err error) {
 
 // Walk calls fn with every quarantined record of rg, in the order received.
 // It stops at fn's first error, and returns it.
-func Walk(ctx context.Context, client query.API, table string, rg Range, fn func(Record) error) error {
+func Walk(ctx context.Context, client query.Client, table string, rg Range, fn func(Record) error) error {
 	if err := rg.Check(); err != nil {
 		return err
 	}
