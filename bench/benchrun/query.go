@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"os"
 	"sort"
 	"time"
 
@@ -55,7 +57,9 @@ const raisedShards, raisedGSIShards = 4, 5
 func loadQueryData(ctx context.Context, client *dynamodb.Client, table string, now time.Time) error {
 	cfg := ingest.DefaultConfig(table)
 	clock := now
-	h := ingest.New(cfg, client, ingest.Options{Now: func() time.Time { return clock }})
+	// Warnings go to stderr: a record that fails to load says why.
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h := ingest.New(cfg, client, ingest.Options{Now: func() time.Time { return clock }, Logger: logger})
 	for _, s := range sources {
 		if s.raised {
 			// Recorded as the ingest function records a raise.
