@@ -18,7 +18,7 @@ require (
 	github.com/aws/jsii-runtime-go v1.113.0
 	github.com/aws/smithy-go v1.28.8
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.35.0
-	github.com/chromedp/chromedp v0.23.0 // tests only: drives Chromium for internal/explorer/browsertest
+	github.com/chromedp/chromedp v0.23.0 // tests only: drives Chromium for ops/explorer/browsertest
 	github.com/cloudevents/sdk-go/v2 v2.16.2
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/google/uuid v1.6.0

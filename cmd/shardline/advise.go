@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/shardline/shardline/internal/heatsim"
+	"github.com/shardline/shardline/bench/heatsim"
 )
 
 // adviseHelp is what "shardline advise -h" prints before the flags.

@@ -16,12 +16,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/counts"
-	"github.com/shardline/shardline/internal/httpapi"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/openapi/openapitest"
 	"github.com/shardline/shardline/internal/query"
-	"github.com/shardline/shardline/internal/streams"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/local/httpapi"
+	"github.com/shardline/shardline/testkit/openapitest"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // localAPI serves the real ingest and query handlers on a new table in
@@ -32,11 +32,11 @@ func localAPI(t *testing.T, withCounts bool) string {
 	t.Helper()
 	var table string
 	if withCounts {
-		table = testdb.StreamTable(t)
+		table = testddb.StreamTable(t)
 	} else {
-		table = testdb.Table(t)
+		table = testddb.Table(t)
 	}
-	client := testdb.Client(t, testdb.Endpoint(t))
+	client := testddb.Client(t, testddb.Endpoint(t))
 	h := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{})
 	qcfg, err := query.ConfigFromEnv(func(k string) string {
 		if k == query.EnvTable {
@@ -47,7 +47,7 @@ func localAPI(t *testing.T, withCounts bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qh := query.NewHandler(qcfg, client, query.Options{})
+	qh := query.New(qcfg, client, query.Options{})
 	checked := func(fn httpapi.Func) httpapi.Func {
 		return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			resp, err := fn(ctx, req)
@@ -66,13 +66,13 @@ func localAPI(t *testing.T, withCounts bool) string {
 	t.Cleanup(srv.Close)
 	if withCounts {
 		ctx, cancel := context.WithCancel(context.Background())
-		arn, err := streams.StreamARN(ctx, client, table)
+		arn, err := ddbstreams.StreamARN(ctx, client, table)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := counts.NewFunction(counts.Config{Table: table, Retention: 30 * 24 * time.Hour}, client, slog.New(slog.DiscardHandler), nil)
-		p := &streams.Poller{
-			Client: streams.Static(testdb.Endpoint(t)), StreamARN: arn, Window: 100 * time.Millisecond, BatchSize: 1000,
+		f := counts.New(counts.Config{Table: table, Retention: 30 * 24 * time.Hour}, client, counts.Options{Logger: slog.New(slog.DiscardHandler)})
+		p := &ddbstreams.Poller{
+			Client: ddbstreams.Static(testddb.Endpoint(t)), StreamARN: arn, Window: 100 * time.Millisecond, BatchSize: 1000,
 			Filter: func(r events.DynamoDBEventRecord) bool {
 				pk, ok := r.Change.Keys["pk"]
 				return r.EventName == "INSERT" && ok && strings.HasPrefix(pk.String(), "E#")

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardline/shardline/internal/benchrun"
+	"github.com/shardline/shardline/bench/benchrun"
 )
 
 // benchHelp is what "shardline bench -h" prints before the flags.

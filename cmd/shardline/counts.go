@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shardline/shardline/internal/counts"
-	"github.com/shardline/shardline/internal/sparkline"
+	"github.com/shardline/shardline/ops/sparkline"
 )
 
 // countsHelp is what "shardline counts -h" prints before the flags.

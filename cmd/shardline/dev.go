@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/shardline/shardline/internal/devserver"
+	"github.com/shardline/shardline/local/devserver"
 )
 
 // devHelp is what "shardline dev -h" prints before the flags.

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/shardline/shardline/internal/explorer"
+	"github.com/shardline/shardline/ops/explorer"
 )
 
 // exploreHelp is what "shardline explore -h" prints before the flags.

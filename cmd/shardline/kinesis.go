@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/shardline/shardline/internal/kinesislocal"
+	"github.com/shardline/shardline/local/kinesislocal"
 )
 
 // localKinesis is make run's kinesalite.

@@ -17,12 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/cmd/shardline/internal/replay"
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/ddberr"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/params"
-	"github.com/shardline/shardline/internal/replay"
 )
 
 // quarantineHelp is what "shardline quarantine -h" prints before the flags.

@@ -18,20 +18,20 @@ import (
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
-	"github.com/shardline/shardline/internal/testkinesis"
-	"github.com/shardline/shardline/internal/tests3"
+	"github.com/shardline/shardline/testkit/testddb"
+	"github.com/shardline/shardline/testkit/testkinesis"
+	"github.com/shardline/shardline/testkit/tests3"
 )
 
-func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start, tests3.Start) }
+func TestMain(m *testing.M) { testddb.MainWith(m, testkinesis.Start, tests3.Start) }
 
 // TestQuarantineCommands: list, replay -dry-run, replay and replay again,
 // configured as an operator would be: the ingest function's variables with
 // MAX_EVENT_BYTES raised, and the SDK's default chain pointed at DynamoDB
 // Local by AWS_ENDPOINT_URL_DYNAMODB.
 func TestQuarantineCommands(t *testing.T) {
-	table, endpoint := testdb.Table(t), testdb.Endpoint(t)
-	h := ingest.New(ingest.DefaultConfig(table), testdb.Client(t, endpoint), ingest.Options{})
+	table, endpoint := testddb.Table(t), testddb.Endpoint(t)
+	h := ingest.New(ingest.DefaultConfig(table), testddb.Client(t, endpoint), ingest.Options{})
 	arrival := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
 	big := fmt.Sprintf(`{"specversion":"1.0","id":"b1","source":"big","type":"t","data":"%s"}`, strings.Repeat("x", 100_000))
 	long := fmt.Sprintf(`{"specversion":"1.0","id":"%s","source":"big","type":"t"}`, strings.Repeat("i", 300))
@@ -195,7 +195,7 @@ func TestQuarantineListThroughAPI(t *testing.T) {
 // with local credentials and region; with nothing set, the error says so.
 func TestQuarantineLocalDefaults(t *testing.T) {
 	localEnv(t)
-	endpoint := testdb.Endpoint(t)
+	endpoint := testddb.Endpoint(t)
 	client := ddbclient.Static(endpoint, 4)
 	if err := schema.Create(context.Background(), client, devTable); err != nil {
 		t.Fatal(err)

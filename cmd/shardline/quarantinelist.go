@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardline/shardline/cmd/shardline/internal/replay"
 	"github.com/shardline/shardline/internal/item"
-	"github.com/shardline/shardline/internal/replay"
 )
 
 // quarantineWindow is the longest range GET /v1/quarantine takes; a longer

@@ -14,11 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/shardline/shardline/cmd/shardline/internal/redrive"
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/onfailure"
-	"github.com/shardline/shardline/internal/redrive"
+	"github.com/shardline/shardline/ops/onfailure"
 )
 
 // redriveHelp is what "shardline redrive -h" prints before the flags.
@@ -216,7 +216,7 @@ func redriveCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case f.archiveBucket != "":
-		r.Archive = &archive.Function{Store: archive.S3{Client: s3c, Bucket: f.archiveBucket}, Log: logger}
+		r.Archive = archive.New(archive.Config{Bucket: f.archiveBucket}, s3c, archive.Options{Logger: logger})
 	case f.archiveDir != "":
 		r.Archive = &archive.Function{Store: archive.Dir(f.archiveDir), Log: logger}
 	}

@@ -19,12 +19,12 @@ import (
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
-	"github.com/shardline/shardline/internal/kinesisread"
-	"github.com/shardline/shardline/internal/onfailure"
-	"github.com/shardline/shardline/internal/streams"
-	"github.com/shardline/shardline/internal/testdb"
-	"github.com/shardline/shardline/internal/testkinesis"
-	"github.com/shardline/shardline/internal/tests3"
+	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/local/kinesisread"
+	"github.com/shardline/shardline/ops/onfailure"
+	"github.com/shardline/shardline/testkit/testddb"
+	"github.com/shardline/shardline/testkit/testkinesis"
+	"github.com/shardline/shardline/testkit/tests3"
 )
 
 // TestRedriveCommand: shardline redrive configured as an operator would
@@ -36,8 +36,8 @@ import (
 // an object of a mapping it was not told of is reported, left, and exits 1.
 func TestRedriveCommand(t *testing.T) {
 	ctx := context.Background()
-	table, bucket, archiveDir := testdb.StreamTable(t), tests3.Bucket(t), t.TempDir()
-	ddb := testdb.Client(t, testdb.Endpoint(t))
+	table, bucket, archiveDir := testddb.StreamTable(t), tests3.Bucket(t), t.TempDir()
+	ddb := testddb.Client(t, testddb.Endpoint(t))
 
 	// The ingest function's batch: records read back from a stream.
 	arn := testkinesis.Stream(t, 1)
@@ -90,11 +90,11 @@ func TestRedriveCommand(t *testing.T) {
 	if resp, err := ingest.New(ingest.DefaultConfig(table), ddb, ingest.Options{}).Kinesis(ctx, k); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("ingest: %v %v", err, resp)
 	}
-	tableStream, err := streams.StreamARN(ctx, ddb, table)
+	tableStream, err := ddbstreams.StreamARN(ctx, ddb, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byShard, err := streams.Read(ctx, streams.Static(testdb.Endpoint(t)), tableStream)
+	byShard, err := ddbstreams.Read(ctx, ddbstreams.Static(testddb.Endpoint(t)), tableStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRedriveCommand(t *testing.T) {
 	// The command reaches DynamoDB Local and the local S3 through
 	// recorders, which note the IAM action and resource of every request
 	// (iam_test.go).
-	ddbRec := newRecorder(t, testdb.Endpoint(t), dynamoCalls)
+	ddbRec := newRecorder(t, testddb.Endpoint(t), dynamoCalls)
 	archiveBucket := tests3.Bucket(t)
 	s3Rec := newRecorder(t, tests3.Endpoint(t), s3Calls(map[string]string{bucket: "FailedBatches", archiveBucket: "ArchiveBucket"}))
 	calls := func() []awsCall { return append(ddbRec.take(), s3Rec.take()...) }
@@ -199,7 +199,7 @@ func TestRedriveCommand(t *testing.T) {
 				t.Fatalf("shardline redrive %v: err %q lacks %q", s.args, errs, w)
 			}
 		}
-		if n := len(testdb.StoredIn(t, ddb, table).Events); n != s.stored {
+		if n := len(testddb.StoredIn(t, ddb, table).Events); n != s.stored {
 			t.Fatalf("shardline redrive %v: %d events stored, want %d", s.args, n, s.stored)
 		}
 		if n := counted(); n != s.counted {

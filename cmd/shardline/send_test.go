@@ -16,9 +16,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/shardline/shardline/internal/kinesisread"
 	"github.com/shardline/shardline/internal/kpl"
-	"github.com/shardline/shardline/internal/testkinesis"
+	"github.com/shardline/shardline/local/kinesisread"
+	"github.com/shardline/shardline/testkit/testkinesis"
 )
 
 // TestSendAndQuery: shardline send posts an NDJSON file (an array on one

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardline/shardline/internal/syncbuf"
+	"github.com/shardline/shardline/local/syncbuf"
 	"github.com/shardline/shardline/pkg/producer"
 )
 

@@ -30,10 +30,9 @@ func main() {
 		log.Error("AWS configuration", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	f := &archive.Function{
-		Store:   archive.S3{Client: s3.NewFromConfig(aws), Bucket: cfg.Bucket},
-		Log:     log,
+	f := archive.New(cfg, s3.NewFromConfig(aws), archive.Options{
+		Logger:  log,
 		Metrics: emf.New(os.Stdout, map[string]string{"Function": "archive"}),
-	}
+	})
 	lambda.Start(f.Invoke)
 }

@@ -28,6 +28,9 @@ func main() {
 		log.Error("DynamoDB client", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	f := counts.NewFunction(cfg, client, log, emf.New(os.Stdout, counts.Dimensions()))
+	f := counts.New(cfg, client, counts.Options{
+		Logger:  log,
+		Metrics: emf.New(os.Stdout, counts.Dimensions()),
+	})
 	lambda.Start(f.Invoke)
 }

@@ -1,5 +1,6 @@
-// Command query is shardline's query Lambda function, behind GET /v1/events
-// and GET /v1/quarantine. All logic lives in internal/query; this file wires
+// Command query is shardline's query Lambda function, behind the four read
+// routes: GET /v1/events, GET /v1/quarantine, GET /v1/counts and
+// GET /v1/sources. All logic lives in internal/query; this file wires
 // configuration from the environment (see query.EnvVars), reads the cursor
 // key from Secrets Manager once per container, and starts the Lambda
 // runtime.
@@ -41,7 +42,7 @@ func main() {
 		log.Error("DynamoDB client", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	h := query.NewHandler(cfg, client, query.Options{
+	h := query.New(cfg, client, query.Options{
 		Logger:  log,
 		Metrics: emf.New(os.Stdout, map[string]string{"Function": "query"}),
 	})

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/shardline/shardline/internal/onfailure"
+	"github.com/shardline/shardline/ops/onfailure"
 )
 
 // How the mappings of the table's stream (the counter's and the archive's)

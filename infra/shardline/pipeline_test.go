@@ -19,10 +19,10 @@ import (
 
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
-	"github.com/shardline/shardline/internal/devserver"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/local/devserver"
 )
 
 func TestMain(m *testing.M) {

@@ -25,12 +25,25 @@ type Store interface {
 // DefaultConcurrency is how many objects a batch puts at once.
 const DefaultConcurrency = 8
 
-// Function is the archive Lambda function. Build one per container.
+// Function is the archive Lambda function. Build one per container with New.
 type Function struct {
 	Store       Store
 	Log         *slog.Logger // default: discard
 	Metrics     *emf.Logger  // default: none
 	Concurrency int          // objects put at once; default DefaultConcurrency
+}
+
+// Options are the parts of a Function that the local server and tests vary.
+type Options struct {
+	Logger      *slog.Logger // default: discard
+	Metrics     *emf.Logger  // default: none
+	Concurrency int          // objects put at once; default DefaultConcurrency
+}
+
+// New returns the archive function for cfg, writing to its bucket through
+// client. (make run and tests that keep objects elsewhere set Store.)
+func New(cfg Config, client Client, o Options) *Function {
+	return &Function{Store: S3{Client: client, Bucket: cfg.Bucket}, Log: o.Logger, Metrics: o.Metrics, Concurrency: o.Concurrency}
 }
 
 // Stats describe what one batch did.

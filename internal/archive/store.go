@@ -11,14 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// S3API is the part of the S3 client the archive uses.
-type S3API interface {
+// Client is the part of the S3 client the archive function uses.
+type Client interface {
 	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 }
 
 // S3 is the archive bucket.
 type S3 struct {
-	Client S3API
+	Client Client
 	Bucket string
 }
 

@@ -20,11 +20,11 @@ import (
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/streams"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testddb.Main(m) }
 
 var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
@@ -48,7 +48,7 @@ func kinesis(data ...string) events.KinesisEvent {
 // byte.
 func TestArchiveFromTheStream(t *testing.T) {
 	ctx := context.Background()
-	client := testdb.Client(t, testdb.Endpoint(t))
+	client := testddb.Client(t, testddb.Endpoint(t))
 	table := fmt.Sprintf("archive-%d", time.Now().UnixNano())
 	if err := schema.Create(ctx, client, table); err != nil {
 		t.Fatal(err)
@@ -74,11 +74,11 @@ func TestArchiveFromTheStream(t *testing.T) {
 		}
 	}
 
-	arn, err := streams.StreamARN(ctx, client, table)
+	arn, err := ddbstreams.StreamARN(ctx, client, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := streams.Read(ctx, streams.Static(testdb.Endpoint(t)), arn)
+	recs, err := ddbstreams.Read(ctx, ddbstreams.Static(testddb.Endpoint(t)), arn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,11 +19,11 @@ import (
 	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testddb.Main(m) }
 
 var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
@@ -36,7 +36,7 @@ var awkward = []string{"a", "ab", "a#b", "a%23b", "a/b", "a b", "a%", "#", "%", 
 // handler, and returns the reference catalogue.
 func write(t *testing.T, table string, plan map[string][]int) map[string][]string {
 	t.Helper()
-	h := ingest.New(ingest.DefaultConfig(table), testdb.Client(t, testdb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
+	h := ingest.New(ingest.DefaultConfig(table), testddb.Client(t, testddb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
 	var ev events.KinesisEvent
 	want := map[string][]string{}
 	for src, offsets := range plan {
@@ -72,7 +72,7 @@ func listAll(t *testing.T, table string, ds []string, limit int) ([]catalog.Entr
 	var all []catalog.Entry
 	after, pages := "", 0
 	for {
-		p, err := catalog.List(context.Background(), testdb.Client(t, testdb.Endpoint(t)), table, ds, after, limit)
+		p, err := catalog.List(context.Background(), testddb.Client(t, testddb.Endpoint(t)), table, ds, after, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func listAll(t *testing.T, table string, ds []string, limit int) ([]catalog.Entr
 }
 
 func TestListsEverySourceOnceWithItsDays(t *testing.T) {
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	plan := map[string][]int{}
 	for i, s := range awkward {
 		plan[s] = []int{i % 3}
@@ -125,7 +125,7 @@ func TestListsEverySourceOnceWithItsDays(t *testing.T) {
 }
 
 func TestListKeepsToTheDaysAsked(t *testing.T) {
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	write(t, table, map[string][]int{"old": {6}, "new": {0}, "both": {0, 6}})
 	got, _ := listAll(t, table, days(2), 10)
 	want := []catalog.Entry{{Source: "both", Days: days(1)}, {Source: "new", Days: days(1)}}
@@ -135,7 +135,7 @@ func TestListKeepsToTheDaysAsked(t *testing.T) {
 }
 
 func TestOneEntryPerSourceAndDay(t *testing.T) {
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	write(t, table, map[string][]int{"s": {0, 0, 0, 1}})
 	write(t, table, map[string][]int{"s": {0, 1}}) // a second container, a warm day
 	got, _ := listAll(t, table, days(3), 10)
@@ -148,7 +148,7 @@ func TestOneEntryPerSourceAndDay(t *testing.T) {
 // catalogue wrote it: the day's one partition.
 func legacy(t *testing.T, table, source, day string) {
 	t.Helper()
-	_, err := testdb.Client(t, testdb.Endpoint(t)).PutItem(context.Background(), &dynamodb.PutItemInput{
+	_, err := testddb.Client(t, testddb.Endpoint(t)).PutItem(context.Background(), &dynamodb.PutItemInput{
 		TableName: aws.String(table),
 		Item: map[string]types.AttributeValue{
 			schema.PK: &types.AttributeValueMemberS{Value: bucketing.LegacyCatalogPK(day)},
@@ -165,7 +165,7 @@ func legacy(t *testing.T, table, source, day string) {
 // in its shards; afterwards, the days before it stay in the old layout. A
 // reader lists every source once, with the days of both layouts merged.
 func TestListSeesBothLayouts(t *testing.T) {
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	ds := days(3)
 	want := write(t, table, map[string][]int{"new": {0}, "both": {0, 1}, "a#b": {1}})
 	for src, dd := range map[string][]string{"old": {ds[0], ds[1]}, "both": {ds[0], ds[2]}, "a%23b": {ds[2]}, "a#b": {ds[1]}} {
@@ -197,8 +197,8 @@ func TestListSeesBothLayouts(t *testing.T) {
 // in, as when the catalogue had one partition a day: full pages, the
 // cursor at the last source of each, an empty cursor on the last.
 func TestPagesAreTheSortedListCut(t *testing.T) {
-	table := testdb.Table(t)
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
 	ds := days(3)
 	seen := map[string]bool{}
 	var all []string
@@ -257,14 +257,14 @@ func TestPagesAreTheSortedListCut(t *testing.T) {
 // TestEntriesAreSpread: the ingest handler lists each source in the
 // partition its hash picks, never in the day's old single partition.
 func TestEntriesAreSpread(t *testing.T) {
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	plan := map[string][]int{}
 	for _, s := range awkward {
 		plan[s] = []int{0}
 	}
 	write(t, table, plan)
 	shards := map[int]bool{}
-	for _, it := range testdb.Scan(t, testdb.Client(t, testdb.Endpoint(t)), table) {
+	for _, it := range testddb.Scan(t, testddb.Client(t, testddb.Endpoint(t)), table) {
 		pk := it[schema.PK].(*types.AttributeValueMemberS).Value
 		if !strings.HasPrefix(pk, "S#") {
 			continue

@@ -150,7 +150,7 @@ func binaryData(contentType string, body []byte) (name string, value []byte, err
 		return "", nil, nil
 	}
 	mt, params, perr := mime.ParseMediaType(contentType)
-	isJSON := utf8.Valid(body) && json.Valid(body)
+	isJSON := utf8.Valid(body) && validJSON(body)
 	switch {
 	case contentType == "" && isJSON: // the JSON format's default
 		return "data", body, nil

@@ -60,22 +60,29 @@ func fieldErr(field, format string, args ...any) error {
 // is not JSON. The events it returns are checked JSON: give them to
 // ParseElement.
 func Split(body []byte) (events []json.RawMessage, array bool, err error) {
+	return AppendSplit(nil, body)
+}
+
+// AppendSplit is Split appending the events to dst, so that a caller
+// splitting record after record can reuse one slice.
+func AppendSplit(dst []json.RawMessage, body []byte) (events []json.RawMessage, array bool, err error) {
+	events = dst
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
-		return nil, false, fieldErr("body", "is empty; send a CloudEvent or a JSON array of them")
+		return dst, false, fieldErr("body", "is empty; send a CloudEvent or a JSON array of them")
 	}
 	if !utf8.Valid(body) {
-		return nil, false, fieldErr("body", "is not valid UTF-8")
+		return dst, false, fieldErr("body", "is not valid UTF-8")
 	}
-	if !json.Valid(body) {
+	if !validJSON(body) {
 		what := "JSON"
 		if trimmed[0] == '[' {
 			what = "a valid JSON array"
 		}
-		return nil, trimmed[0] == '[', fieldErr("body", "is not %s: %s", what, notJSON(body))
+		return dst, trimmed[0] == '[', fieldErr("body", "is not %s: %s", what, notJSON(body))
 	}
 	if trimmed[0] != '[' {
-		return []json.RawMessage{bytes.TrimRight(trimmed, " \t\r\n")}, false, nil
+		return append(events, bytes.TrimRight(trimmed, " \t\r\n")), false, nil
 	}
 	// A valid array: its elements end where skipValue says.
 	for p := skipSpace(trimmed, 1); p < len(trimmed) && trimmed[p] != ']'; {
@@ -99,7 +106,7 @@ func syntaxErr(b []byte) error {
 // is a *FieldError.
 //
 // Parse is on the hot path of ingestion: it checks the event with
-// json.Valid (which allocates nothing), splits the object's members without
+// validJSON (which allocates nothing), splits the object's members without
 // decoding them, and writes the normalised event in one buffer whose string
 // also backs the event's id, source, type and subject.
 func Parse(raw []byte, now, stamp time.Time, lim Limits) (Event, error) {
@@ -109,7 +116,7 @@ func Parse(raw []byte, now, stamp time.Time, lim Limits) (Event, error) {
 	if !utf8.Valid(raw) {
 		return Event{}, fieldErr("event", "is not valid UTF-8")
 	}
-	if !json.Valid(raw) {
+	if !validJSON(raw) {
 		return Event{}, fieldErr("event", "is not valid JSON: %s", notJSON(raw))
 	}
 	return ParseElement(raw, now, stamp, lim)

@@ -19,8 +19,8 @@ import (
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
-// API is the part of the DynamoDB client the counter uses.
-type API interface {
+// Client is the part of the DynamoDB client the counter function uses.
+type Client interface {
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
@@ -28,7 +28,7 @@ type API interface {
 // Counter adds stream records to counter items. It is safe for concurrent
 // use; make one per container.
 type Counter struct {
-	Client      API
+	Client      Client
 	Table       string
 	Retention   time.Duration // a counter item lives a day longer than its hour's events
 	Concurrency int           // counter items updated at once; default 16

@@ -16,14 +16,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/counts"
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/params"
-	"github.com/shardline/shardline/internal/streams"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testddb.Main(m) }
 
 var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
@@ -45,14 +45,14 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{table: testdb.StreamTable(t), want: map[[2]string]ev{}}
+	e := &env{table: testddb.StreamTable(t), want: map[[2]string]ev{}}
 	e.ingest = e.container(t)
 	return e
 }
 
 // container is another ingest function instance on the same table.
 func (e *env) container(t *testing.T) *ingest.Handler {
-	return ingest.New(ingest.DefaultConfig(e.table), testdb.Client(t, testdb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
+	return ingest.New(ingest.DefaultConfig(e.table), testddb.Client(t, testddb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
 }
 
 // send writes evs as one Kinesis batch through h, raw lines among them.
@@ -76,12 +76,12 @@ func (e *env) send(t *testing.T, h *ingest.Handler, evs []ev, raw ...string) {
 // stream reads the table's whole stream.
 func (e *env) stream(t *testing.T) map[string][]events.DynamoDBEventRecord {
 	t.Helper()
-	c := testdb.Client(t, testdb.Endpoint(t))
-	arn, err := streams.StreamARN(context.Background(), c, e.table)
+	c := testddb.Client(t, testddb.Endpoint(t))
+	arn, err := ddbstreams.StreamARN(context.Background(), c, e.table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := streams.Read(context.Background(), streams.Static(testdb.Endpoint(t)), arn)
+	recs, err := ddbstreams.Read(context.Background(), ddbstreams.Static(testddb.Endpoint(t)), arn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func (e *env) stream(t *testing.T) map[string][]events.DynamoDBEventRecord {
 }
 
 func (e *env) counter(t *testing.T, endpoint string) *counts.Counter {
-	return &counts.Counter{Client: testdb.Client(t, endpoint), Table: e.table, Retention: 30 * 24 * time.Hour}
+	return &counts.Counter{Client: testddb.Client(t, endpoint), Table: e.table, Retention: 30 * 24 * time.Hour}
 }
 
 // deliver applies every shard's records in batches of size n.
@@ -133,7 +133,7 @@ func (e *env) check(t *testing.T, source, from, to string) {
 			if err != nil {
 				t.Fatalf("%v: %v", q, err)
 			}
-			got, err := counts.Read(context.Background(), testdb.Client(t, testdb.Endpoint(t)), e.table, req)
+			got, err := counts.Read(context.Background(), testddb.Client(t, testddb.Endpoint(t)), e.table, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +220,7 @@ func TestCountsExactUnderEveryRedelivery(t *testing.T) {
 	wg.Wait()
 
 	recs := e.stream(t)
-	c := e.counter(t, testdb.Endpoint(t))
+	c := e.counter(t, testddb.Endpoint(t))
 	first := deliver(t, c, recs, 7)
 	if first.Counted != len(e.want) || first.Seen != 0 {
 		t.Fatalf("first delivery counted %d, saw %d; want %d, 0", first.Counted, first.Seen, len(e.want))
@@ -231,7 +231,7 @@ func TestCountsExactUnderEveryRedelivery(t *testing.T) {
 	}
 	// and again with other boundaries, to a new container that must learn
 	// from the items themselves what they hold
-	cold := deliver(t, e.counter(t, testdb.Endpoint(t)), recs, 5)
+	cold := deliver(t, e.counter(t, testddb.Endpoint(t)), recs, 5)
 	if cold.Counted != 0 || cold.Seen != len(e.want) || cold.Conflicts == 0 {
 		t.Fatalf("cold redelivery counted %d, saw %d, %d conflicts", cold.Counted, cold.Seen, cold.Conflicts)
 	}
@@ -250,7 +250,7 @@ func TestCountsUnderThrottlingAndServerErrors(t *testing.T) {
 		batch = append(batch, ev{fmt.Sprintf("s%d", i%3), fmt.Sprint(i), fmt.Sprintf("t%d", i%4), now.Add(-time.Duration(rng.IntN(6*3600)) * time.Second)})
 	}
 	e.send(t, e.ingest, e.add(batch...))
-	p := faultproxy.For(t, testdb.Endpoint(t))
+	p := faultproxy.For(t, testddb.Endpoint(t))
 	faults := []*faultproxy.Fault{faultproxy.Throttled, faultproxy.ServerError, faultproxy.Throttling, faultproxy.Reset}
 	p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		if r.Op == "UpdateItem" && r.N%3 != 0 {
@@ -301,7 +301,7 @@ func TestCountsMatchAReference(t *testing.T) {
 			for i := 0; i < len(all); i += 100 {
 				e.send(t, e.ingest, all[i:min(i+100, len(all))])
 			}
-			c := e.counter(t, testdb.Endpoint(t))
+			c := e.counter(t, testddb.Endpoint(t))
 			recs := e.stream(t)
 			deliver(t, c, recs, 1+rng.IntN(60))
 			deliver(t, c, recs, 1+rng.IntN(60))

@@ -25,19 +25,26 @@ const (
 func Dimensions() map[string]string { return map[string]string{"Function": "counter"} }
 
 // Function is the counter Lambda function: a Counter with its logs and
-// metrics. Build one per container.
+// metrics. Build one per container with New.
 type Function struct {
 	Counter *Counter
 	Log     *slog.Logger // default: discard
 	Metrics *emf.Logger  // default: none
 }
 
-// NewFunction returns the counter function for cfg, writing through client.
-func NewFunction(cfg Config, client API, log *slog.Logger, metrics *emf.Logger) *Function {
+// Options are the parts of a Function that the local server and tests vary.
+type Options struct {
+	Logger  *slog.Logger // default: discard
+	Metrics *emf.Logger  // default: none
+}
+
+// New returns the counter function for cfg, writing through client.
+func New(cfg Config, client Client, o Options) *Function {
+	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Function{Counter: &Counter{Client: client, Table: cfg.Table, Retention: cfg.Retention}, Log: log, Metrics: metrics}
+	return &Function{Counter: &Counter{Client: client, Table: cfg.Table, Retention: cfg.Retention}, Log: log, Metrics: o.Metrics}
 }
 
 // Invoke is the Lambda entry point. An error fails the invocation, and the

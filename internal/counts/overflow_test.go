@@ -21,11 +21,11 @@ import (
 
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/emf"
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // floodType is the i-th type of the flooding producer: 200 bytes, an id in
@@ -60,8 +60,8 @@ func TestCounterOverflow(t *testing.T) {
 	}
 
 	var metrics, logs bytes.Buffer
-	f := counts.NewFunction(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testdb.Client(t, testdb.Endpoint(t)),
-		slog.New(slog.NewJSONHandler(&logs, nil)), emf.New(&metrics, counts.Dimensions()))
+	f := counts.New(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, testddb.Endpoint(t)),
+		counts.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: emf.New(&metrics, counts.Dimensions())})
 	recs := e.stream(t)
 	invokeOnce(t, f, recs, 1000)
 
@@ -110,8 +110,8 @@ func TestCounterOverflow(t *testing.T) {
 
 	// Every record again, to a new container, with other boundaries.
 	metrics.Reset()
-	cold := counts.NewFunction(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testdb.Client(t, testdb.Endpoint(t)),
-		nil, emf.New(&metrics, counts.Dimensions()))
+	cold := counts.New(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, testddb.Endpoint(t)),
+		counts.Options{Metrics: emf.New(&metrics, counts.Dimensions())})
 	invokeOnce(t, cold, e.stream(t), 333)
 	if n, o := metricSum(t, &metrics, "Counted"), metricSum(t, &metrics, counts.MetricOverflow); n != 0 || o != 0 {
 		t.Errorf("redelivered, %d events counted again, %d of them overflowed", n, o)
@@ -194,7 +194,7 @@ func (e *env) request(t *testing.T, q url.Values) counts.Request {
 
 func (e *env) read(t *testing.T, q url.Values) counts.Response {
 	t.Helper()
-	resp, err := counts.Read(context.Background(), testdb.Client(t, testdb.Endpoint(t)), e.table, e.request(t, q))
+	resp, err := counts.Read(context.Background(), testddb.Client(t, testddb.Endpoint(t)), e.table, e.request(t, q))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func metricSum(t *testing.T, out *bytes.Buffer, name string) int {
 // itemBytes is the size of a counter item as DynamoDB counts it.
 func itemBytes(t *testing.T, table, source, hour string) int {
 	t.Helper()
-	out, err := testdb.Client(t, testdb.Endpoint(t)).GetItem(context.Background(), &dynamodb.GetItemInput{
+	out, err := testddb.Client(t, testddb.Endpoint(t)).GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(table),
 		Key: map[string]types.AttributeValue{
 			schema.PK: &types.AttributeValueMemberS{Value: bucketing.CounterPK(source)},
@@ -256,7 +256,7 @@ func TestCounterNeverRetriesARefusedUpdate(t *testing.T) {
 				batch = append(batch, ev{[]string{"good", "bad"}[i%2], fmt.Sprint(i), fmt.Sprintf("t%d", i%3), now.Add(-time.Duration(i+1) * time.Minute)})
 			}
 			e.send(t, e.ingest, e.add(batch...))
-			p := faultproxy.For(t, testdb.Endpoint(t))
+			p := faultproxy.For(t, testddb.Endpoint(t))
 			bad := fmt.Sprintf(`{"S":%q}`, bucketing.CounterPK("bad"))
 			var badUpdates atomic.Int64
 			p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
@@ -332,7 +332,7 @@ func TestCounterCapUnderConcurrency(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for i, rs := range shards {
-		c := e.counter(t, testdb.Endpoint(t))
+		c := e.counter(t, testddb.Endpoint(t))
 		c.MaxTypes = 7
 		wg.Add(1)
 		go func() {

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/counts"
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/item"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // givenUp is a counter batch that Lambda gave up on, and the batch after it.
@@ -55,14 +55,14 @@ func giveUp(t *testing.T, noteFails bool) *givenUp {
 	if len(g.batch) != 40 || len(g.next) != 40 {
 		t.Fatalf("%d and %d stream records", len(g.batch), len(g.next))
 	}
-	g.proxy = faultproxy.For(t, testdb.Endpoint(t))
+	g.proxy = faultproxy.For(t, testddb.Endpoint(t))
 	g.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		if r.Op == "UpdateItem" && (bytes.Contains(r.Body, []byte(`{"S":"C#b"}`)) || noteFails && bytes.Contains(r.Body, []byte(`C##gaveup#`))) {
 			return invalid, nil
 		}
 		return nil, nil
 	})
-	g.fn = counts.NewFunction(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testdb.Client(t, g.proxy.URL), nil, nil)
+	g.fn = counts.New(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, g.proxy.URL), counts.Options{})
 	for range 3 {
 		if _, err := g.fn.Invoke(context.Background(), g.event(g.batch)); err == nil {
 			t.Fatal("the batch was counted despite the fault")
@@ -118,13 +118,13 @@ func TestRedriveCountsWhatTheGivenUpBatchMissed(t *testing.T) {
 	if st, err := g.fn.Counter.Apply(ctx, g.shard, g.batch); err != nil || st.Counted != 0 {
 		t.Fatalf("the batch delivered again counted %d (%v): the watermarks should have hidden b's gap", st.Counted, err)
 	}
-	c := g.e.counter(t, testdb.Endpoint(t)) // a new container, as the redrive command is
+	c := g.e.counter(t, testddb.Endpoint(t)) // a new container, as the redrive command is
 	st, err := c.Redrive(ctx, g.shard, g.batch)
 	if err != nil || st.Counted != 20 || st.Already != 20 || st.Records != 40 {
 		t.Fatalf("redrive: %+v, %v", st, err)
 	}
 	g.check(t)
-	for _, c := range []*counts.Counter{c, g.e.counter(t, testdb.Endpoint(t))} { // the same container, and a fresh one
+	for _, c := range []*counts.Counter{c, g.e.counter(t, testddb.Endpoint(t))} { // the same container, and a fresh one
 		st, err = c.Redrive(ctx, g.shard, g.batch)
 		if err != nil || st.Counted != 0 || st.Already != 40 {
 			t.Fatalf("second redrive: %+v, %v", st, err)
@@ -141,7 +141,7 @@ func TestRedriveWithoutANote(t *testing.T) {
 	ctx := context.Background()
 	t.Run("before the next batch", func(t *testing.T) {
 		g := giveUp(t, true)
-		st, err := g.e.counter(t, testdb.Endpoint(t)).Redrive(ctx, g.shard, g.batch)
+		st, err := g.e.counter(t, testddb.Endpoint(t)).Redrive(ctx, g.shard, g.batch)
 		if err != nil || st.Counted != 20 || st.Already != 20 {
 			t.Fatalf("redrive: %+v, %v", st, err)
 		}
@@ -151,7 +151,7 @@ func TestRedriveWithoutANote(t *testing.T) {
 	t.Run("after it", func(t *testing.T) {
 		g := giveUp(t, true)
 		g.moveOn(t)
-		st, err := g.e.counter(t, testdb.Endpoint(t)).Redrive(ctx, g.shard, g.batch)
+		st, err := g.e.counter(t, testddb.Endpoint(t)).Redrive(ctx, g.shard, g.batch)
 		var amb *counts.AmbiguousError
 		if !errors.As(err, &amb) || len(amb.Items) != 2 || st.Counted != 0 {
 			t.Fatalf("redrive: %+v, %v", st, err)

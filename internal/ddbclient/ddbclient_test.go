@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/shardline/shardline/internal/faultproxy"
+	"github.com/shardline/shardline/testkit/faultproxy"
 )
 
 // TestThrottlingNeverExhaustsRetries: the SDK's default retryer drains a

@@ -37,6 +37,7 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 	today, start := dayNumber(now), dayStart(now)
 	day := now.UTC().Format(bucketing.DayLayout)
 	type seen struct {
+		key    string // policyKey
 		cur    adapt.Counts
 		sched  bucketing.Schedule
 		sample adapt.Sample
@@ -55,24 +56,37 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 			break
 		}
 	}
-	sources := map[string]*seen{}
+	// Keyed by the key's parts: policyKey builds a string, which only a
+	// new entry pays for.
+	type sourceKey struct{ source, shard string }
+	sources := map[sourceKey]*seen{}
+	var lastKey sourceKey // the previous unit's, whose entry is lastSeen: units mostly share a key
+	var lastSeen *seen
 	for n, u := range idx {
 		e := units[u].event
 		if e == nil || dayNumber(e.Time) != today {
 			continue
 		}
-		key := policyKey(e.Source, units[u], inOrder)
-		s := sources[key]
+		sk := sourceKey{source: e.Source}
+		if inOrder {
+			sk.shard = units[u].origin.ShardID
+		}
+		s := lastSeen
+		if s == nil || sk != lastKey {
+			s = sources[sk]
+		}
 		if s == nil {
+			key := policyKey(e.Source, units[u], inOrder)
 			// The batch's items were built from this schedule a moment
 			// ago: the registry answers from its cache.
 			sched, ok := h.registry.Known(bucketing.Stream{Space: bucketing.Events, Source: e.Source}, day)
 			if !ok {
 				continue
 			}
-			s = &seen{cur: adapt.Of(shardmap.InEffect(sched, start, now, now)), sched: sched, got: h.policy.Latest(key)}
-			sources[key] = s
+			s = &seen{key: key, cur: adapt.Of(shardmap.InEffect(sched, start, now, now)), sched: sched, got: h.policy.Latest(key)}
+			sources[sk] = s
 		}
+		lastKey, lastSeen = sk, s
 		if s.sched.At(e.Time).Shards != s.cur.Shards {
 			continue // its GSI count is the one in effect; its table count is not
 		}
@@ -97,9 +111,9 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 			s.sample.Fresh += w
 		}
 	}
-	for src, s := range sources {
+	for _, s := range sources {
 		if s.sample.Items > 0 {
-			h.policy.Observe(src, now, s.cur, s.sample)
+			h.policy.Observe(s.key, now, s.cur, s.sample)
 		}
 	}
 	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {

@@ -14,12 +14,12 @@ import (
 
 	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/emf"
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestThrottledSourceIsRaised: a source twice over its one GSI key on the
@@ -28,8 +28,8 @@ import (
 // alone, and nothing is lost. Compressed: the model's and the handler's
 // clock run ten times the wall's.
 func TestThrottledSourceIsRaised(t *testing.T) {
-	endpoint := testdb.Endpoint(t)
-	table := testdb.Table(t)
+	endpoint := testddb.Endpoint(t)
+	table := testddb.Table(t)
 	proxy := faultproxy.For(t, endpoint)
 	start := fixtureNow.Add(-2 * time.Minute)
 	clk := &simClock{start: start, real: time.Now(), speed: 10}
@@ -38,7 +38,7 @@ func TestThrottledSourceIsRaised(t *testing.T) {
 	var logs, metrics bytes.Buffer
 	var mu sync.Mutex
 	pol := &adapt.Policy{KeyWCU: 20, MinItems: 5, MinThrottled: 2}
-	h := New(DefaultConfig(table), testdb.Client(t, proxy.URL), Options{
+	h := New(DefaultConfig(table), testddb.Client(t, proxy.URL), Options{
 		Now: clk.now, Sleep: clk.sleep, Policy: pol, Pacer: &pace.Pacer{KeyWCU: 20, Now: clk.now},
 		Logger: slog.New(slog.NewJSONHandler(&lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug})), Metrics: emf.New(&lockedWriter{&mu, &metrics}, nil),
 	})
@@ -73,7 +73,7 @@ func TestThrottledSourceIsRaised(t *testing.T) {
 	if model.Throttled.Load() == 0 {
 		t.Fatal("the model throttled nothing")
 	}
-	reg := &shardmap.Registry{Client: testdb.Client(t, endpoint), Table: table}
+	reg := &shardmap.Registry{Client: testddb.Client(t, endpoint), Table: table}
 	day := bucketing.Day(start)
 	hotSched, _, err := reg.Lookup(context.Background(), bucketing.Stream{Space: bucketing.Events, Source: "hot"}, day)
 	if err != nil {
@@ -105,7 +105,7 @@ func TestThrottledSourceIsRaised(t *testing.T) {
 	if !strings.Contains(metrics.String(), `"ShardRaises":1`) {
 		t.Fatalf("no ShardRaises metric in %s", metrics.String())
 	}
-	e := &env{table: table, client: testdb.Client(t, endpoint)}
+	e := &env{table: table, client: testddb.Client(t, endpoint)}
 	e.assertExactlyOnce(t, want, 0)
 }
 

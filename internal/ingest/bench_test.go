@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/shardline/shardline/internal/kpl/kpltest"
+	"github.com/shardline/shardline/testkit/kpltest"
 )
 
 // nullStore answers every call at once, so a benchmark measures the

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/deadline"
-	"github.com/shardline/shardline/internal/faultproxy"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // deadlineRecorder is the real client, noting the deadline of the context
@@ -52,7 +52,7 @@ func TestHTTPWorkEndsWithinAPIGatewaysLimit(t *testing.T) {
 	e := newEnv(t, true, nil)
 	e.proxy.SetLatency(100 * time.Millisecond) // a slow DynamoDB
 	for _, coldStart := range []time.Duration{0, 5 * time.Second} {
-		rec := &deadlineRecorder{Client: testdb.Client(t, e.proxy.URL)}
+		rec := &deadlineRecorder{Client: testddb.Client(t, e.proxy.URL)}
 		h := checked(t, New(DefaultConfig(e.table), rec, Options{Now: func() time.Time { return fixtureNow }}))
 		req := post(batchBody(60, fmt.Sprint("b", coldStart)), "application/cloudevents-batch+json")
 		req.RequestContext.TimeEpoch = fixtureNow.Add(-coldStart).UnixMilli() // when API Gateway received it
@@ -89,7 +89,7 @@ func TestHTTPAnswersWhatItDidWhenTheBudgetRunsOut(t *testing.T) {
 	e := newEnv(t, true, nil)
 	cfg := DefaultConfig(e.table)
 	cfg.WriteConcurrency = 1 // one batch after the other
-	h := checked(t, New(cfg, testdb.Client(t, e.proxy.URL), Options{Now: func() time.Time { return fixtureNow }, APIBudget: 2 * time.Second}))
+	h := checked(t, New(cfg, testddb.Client(t, e.proxy.URL), Options{Now: func() time.Time { return fixtureNow }, APIBudget: 2 * time.Second}))
 	var hung sync.Once
 	e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		if r.Op == "BatchWriteItem" {

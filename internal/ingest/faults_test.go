@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/cloudevent"
-	"github.com/shardline/shardline/internal/esm"
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/local/esm"
+	"github.com/shardline/shardline/testkit/faultproxy"
 )
 
 // shardRecords is a Kinesis shard's worth of records: events of three

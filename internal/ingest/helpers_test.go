@@ -15,13 +15,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testddb.Main(m) }
 
 // fixtureNow is the "now" of the samples in events/.
 var fixtureNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -39,9 +39,9 @@ type env struct {
 // proxied, the handler talks through a fault proxy.
 func newEnv(t *testing.T, proxied bool, edit func(*Config)) *env {
 	t.Helper()
-	e := &env{table: testdb.Table(t)}
-	endpoint := testdb.Endpoint(t)
-	e.client = testdb.Client(t, endpoint)
+	e := &env{table: testddb.Table(t)}
+	endpoint := testddb.Endpoint(t)
+	e.client = testddb.Client(t, endpoint)
 	if proxied {
 		p := faultproxy.For(t, endpoint)
 		e.proxy = p
@@ -52,7 +52,7 @@ func newEnv(t *testing.T, proxied bool, edit func(*Config)) *env {
 		edit(&cfg)
 	}
 	e.cfg, e.via = cfg, endpoint
-	e.h = checked(t, New(cfg, testdb.Client(t, endpoint), Options{Now: func() time.Time { return fixtureNow }}))
+	e.h = checked(t, New(cfg, testddb.Client(t, endpoint), Options{Now: func() time.Time { return fixtureNow }}))
 	return e
 }
 
@@ -62,7 +62,7 @@ func newEnv(t *testing.T, proxied bool, edit func(*Config)) *env {
 // would need under real heat.
 func (e *env) compress(t *testing.T, speed float64) {
 	clk := &simClock{start: fixtureNow, real: time.Now(), speed: speed}
-	e.h = checked(t, New(e.cfg, testdb.Client(t, e.via), Options{Now: clk.now, Sleep: clk.sleep, Pacer: &pace.Pacer{Now: clk.now}}))
+	e.h = checked(t, New(e.cfg, testddb.Client(t, e.via), Options{Now: clk.now, Sleep: clk.sleep, Pacer: &pace.Pacer{Now: clk.now}}))
 }
 
 // scan returns every item of the table.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/testkit/faultproxy"
 )
 
 func post(body, contentType string) events.APIGatewayV2HTTPRequest {

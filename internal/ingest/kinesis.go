@@ -64,6 +64,7 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 func (h *Handler) kinesisUnits(recs []events.KinesisEventRecord, now time.Time) []unit {
 	units := make([]unit, 0, len(recs))
 	evs := make([]cloudevent.Event, 0, len(recs)) // one allocation for the usual one event a record
+	var split splitter
 	for i, rec := range recs {
 		// Kinesis stamps arrival in milliseconds; the float seconds of the
 		// event carry noise below that.
@@ -76,7 +77,7 @@ func (h *Handler) kinesisUnits(recs []events.KinesisEventRecord, now time.Time) 
 			ShardID:        shardID(rec.EventID),
 			SequenceNumber: rec.Kinesis.SequenceNumber,
 		}
-		parts, reason := splitKinesis(rec.Kinesis.Data)
+		parts, reason := split.kinesis(rec.Kinesis.Data)
 		if reason != "" {
 			units = append(units, rejectedUnit(i, rec.Kinesis.Data, reason, origin, arrival))
 			continue
@@ -91,6 +92,7 @@ func (h *Handler) kinesisUnits(recs []events.KinesisEventRecord, now time.Time) 
 			for j, raw := range p.raws {
 				o := o
 				if p.array {
+					j := j // escapes: declared here, only an array's events pay for it
 					o.Index = &j
 				}
 				e, err := cloudevent.ParseElement(raw, now, arrival, h.limits())

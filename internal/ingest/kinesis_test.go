@@ -11,9 +11,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/faultproxy"
 )
 
 // TestKinesisStoresAllAndRetryLeavesSameItems: 1,000 events over several

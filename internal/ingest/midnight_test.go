@@ -12,11 +12,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestMidnightStartOfManySources: 1,000 sources start a UTC day within a
@@ -47,8 +47,8 @@ func TestMidnightStartOfManySources(t *testing.T) {
 		invoke     = time.Minute // generous: a slow machine must not fail a batch
 	)
 	midnight := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
-	table := testdb.Table(t)
-	endpoint := testdb.Endpoint(t)
+	table := testddb.Table(t)
+	endpoint := testddb.Endpoint(t)
 	proxy := faultproxy.For(t, endpoint)
 	clk := &simClock{start: midnight, real: time.Now(), speed: speed}
 	model := &faultproxy.Partitions{Scale: scale, Keys: []string{schema.PK, schema.GSIPK}, Now: clk.now}
@@ -58,7 +58,7 @@ func TestMidnightStartOfManySources(t *testing.T) {
 	for i := range queues {
 		// A container of its own: its own client, registry and caches.
 		queues[i] = &shardQueue{name: fmt.Sprint(i + 1),
-			h: New(DefaultConfig(table), testdb.Client(t, proxy.URL), Options{Now: clk.now})}
+			h: New(DefaultConfig(table), testddb.Client(t, proxy.URL), Options{Now: clk.now})}
 	}
 	// The plan: source i starts at a time spread over the minute, on the
 	// shard its name hashes to, and writes every 10 s from then on.
@@ -154,11 +154,11 @@ func TestMidnightStartOfManySources(t *testing.T) {
 		sources, avg, 100*avg/ceiling, behind.Round(100*time.Millisecond))
 
 	// Every event stored once, every invalid record quarantined once.
-	e := &env{table: table, client: testdb.Client(t, endpoint)}
+	e := &env{table: table, client: testddb.Client(t, endpoint)}
 	e.assertExactlyOnce(t, want, bad)
 
 	// GET /v1/sources lists every source, paged.
-	qh := query.NewHandler(query.Config{Table: table}, testdb.Client(t, endpoint), query.Options{Now: clk.now})
+	qh := query.New(query.Config{Table: table}, testddb.Client(t, endpoint), query.Options{Now: clk.now})
 	listed := map[string]int{}
 	q := url.Values{"from": {midnight.Format(time.RFC3339)}, "to": {midnight.Add(time.Hour).Format(time.RFC3339)}, "limit": {"400"}}
 	for pages := 0; ; pages++ {

@@ -7,12 +7,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/shardline/shardline/internal/openapi/openapitest"
+	"github.com/shardline/shardline/testkit/openapitest"
 )
 
 // apiHandler is a Handler whose every answer to an API Gateway request,
 // whichever entry point served it, is checked against the OpenAPI document
-// (internal/openapi): an answer the document does not describe fails the
+// (local/openapi): an answer the document does not describe fails the
 // test. The tests reach the handler through it; benchmarks do not.
 type apiHandler struct {
 	*Handler

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/shardline/shardline/internal/adapt"
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
-	"github.com/shardline/shardline/internal/syncbuf"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/local/syncbuf"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestGSIOverloadIsSpreadOnce is issue 19's measurement, as a test: one
@@ -55,8 +55,8 @@ func TestGSIOverloadIsSpreadOnce(t *testing.T) {
 		invoke   = 500 * time.Millisecond
 	)
 	start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	table := testdb.Table(t)
-	endpoint := testdb.Endpoint(t)
+	table := testddb.Table(t)
+	endpoint := testddb.Endpoint(t)
 	proxy := faultproxy.For(t, endpoint)
 	clk := &simClock{start: start, real: time.Now(), speed: speed}
 	model := &faultproxy.Partitions{WCU: keyWCU / scale, Keys: []string{schema.PK, schema.GSIPK}, Now: clk.now}
@@ -68,7 +68,7 @@ func TestGSIOverloadIsSpreadOnce(t *testing.T) {
 	for i := range 4 {
 		q := &shardQueue{name: fmt.Sprint(i + 1), pad: 500}
 		pol := &adapt.Policy{KeyWCU: keyWCU / scale, MinItems: 5, MinThrottled: 2, Window: 20 * time.Second}
-		q.h = New(cfg, testdb.Client(t, proxy.URL), Options{
+		q.h = New(cfg, testddb.Client(t, proxy.URL), Options{
 			Now: clk.now, Sleep: clk.sleep, Policy: pol, Pacer: &pace.Pacer{KeyWCU: pol.KeyWCU, Now: clk.now},
 			Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		})
@@ -143,7 +143,7 @@ func TestGSIOverloadIsSpreadOnce(t *testing.T) {
 		}
 	}
 	t.Logf("raises:\n  %s", strings.Join(raises, "\n  "))
-	reg := &shardmap.Registry{Client: testdb.Client(t, endpoint), Table: table}
+	reg := &shardmap.Registry{Client: testddb.Client(t, endpoint), Table: table}
 	stream := bucketing.Stream{Space: bucketing.Events, Source: source}
 	sched, _, err := reg.Lookup(context.Background(), stream, bucketing.Day(start))
 	if err != nil {
@@ -164,7 +164,7 @@ func TestGSIOverloadIsSpreadOnce(t *testing.T) {
 	}
 
 	// A dashboard page of the source: newest 100 of the last hour.
-	r := &query.Reader{Client: testdb.Client(t, endpoint), Table: table, Now: clk.now}
+	r := &query.Reader{Client: testddb.Client(t, endpoint), Table: table, Now: clk.now}
 	pg, err := r.Events(context.Background(), query.Params{Source: source, From: end.Add(-time.Hour), To: end, Limit: 100, Order: query.Desc})
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func TestGSIOverloadIsSpreadOnce(t *testing.T) {
 	}
 
 	// Nothing lost, nothing twice.
-	e := &env{table: table, client: testdb.Client(t, endpoint)}
+	e := &env{table: table, client: testddb.Client(t, endpoint)}
 	if n := len(e.itemsIn(t, "E#")); n != len(all) {
 		t.Errorf("%d event items in the table, want %d", n, len(all))
 	}

@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/backoff"
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // The pieces of the compressed-time ramp test (ramp_test.go): a fast clock,
@@ -196,7 +196,7 @@ func timeline(samples []sample) string {
 // "gsi", "scatter", or "consistent", and returns their ids in order.
 func readAll(t *testing.T, endpoint, table string, now func() time.Time, source string, from, to time.Time, path string) []string {
 	t.Helper()
-	r := &query.Reader{Client: testdb.Client(t, endpoint), Table: table, Now: now}
+	r := &query.Reader{Client: testddb.Client(t, endpoint), Table: table, Now: now}
 	p := query.Params{Source: source, From: from, To: to, Limit: 1000, Order: query.Asc}
 	switch path {
 	case "consistent":

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // call is one request a traced client made: what, for which source (the
@@ -119,10 +119,10 @@ func chain(calls []call) int {
 func TestNewSourcesSetUpInParallel(t *testing.T) {
 	const (
 		sources = 2 * lookups
-		lag     = 50 * time.Millisecond
+		lag     = 150 * time.Millisecond // longer than a loaded machine delays a goroutine: overlap, not scheduling, decides the chains
 	)
-	table := testdb.Table(t)
-	endpoint := testdb.Endpoint(t)
+	table := testddb.Table(t)
+	endpoint := testddb.Endpoint(t)
 	midnight := fixtureNow.Truncate(24 * time.Hour)
 	batch := func(at time.Time) events.KinesisEvent {
 		var payloads [][]byte
@@ -131,12 +131,12 @@ func TestNewSourcesSetUpInParallel(t *testing.T) {
 		}
 		return kinesisBatch(payloads...)
 	}
-	yesterday := New(DefaultConfig(table), testdb.Client(t, endpoint), Options{Now: func() time.Time { return midnight.Add(-time.Hour) }})
+	yesterday := New(DefaultConfig(table), testddb.Client(t, endpoint), Options{Now: func() time.Time { return midnight.Add(-time.Hour) }})
 	if resp, err := yesterday.Kinesis(context.Background(), batch(midnight.Add(-2*time.Hour))); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("yesterday: %v %v", resp, err)
 	}
 
-	tc := &traced{c: testdb.Client(t, endpoint), lag: lag}
+	tc := &traced{c: testddb.Client(t, endpoint), lag: lag}
 	h := New(DefaultConfig(table), tc, Options{Now: func() time.Time { return midnight.Add(time.Second) }})
 	began := time.Now()
 	resp, err := h.Kinesis(context.Background(), batch(midnight))

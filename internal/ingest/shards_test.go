@@ -12,8 +12,8 @@ import (
 
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestRaisingShardsMidDay: events written before a shard count is raised
@@ -29,7 +29,7 @@ func TestRaisingShardsMidDay(t *testing.T) {
 		after = append(after, eventJSON("clicks", fmt.Sprintf("a-%d", i), ten.Add(10*time.Minute+time.Duration(i)*time.Second)))
 	}
 	at := func(t time.Time) Options { return Options{Now: func() time.Time { return t }} }
-	old := New(e.h.cfg, testdb.Client(t, testdb.Endpoint(t)), at(ten))
+	old := New(e.h.cfg, testddb.Client(t, testddb.Endpoint(t)), at(ten))
 	if resp, err := old.Kinesis(context.Background(), kinesisBatch(before...)); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
@@ -41,7 +41,7 @@ func TestRaisingShardsMidDay(t *testing.T) {
 		now   time.Time
 		batch [][]byte
 	}{{ten.Add(30 * time.Second), before}, {ten.Add(30 * time.Minute), after}} {
-		h := New(cfg, testdb.Client(t, testdb.Endpoint(t)), at(step.now))
+		h := New(cfg, testddb.Client(t, testddb.Endpoint(t)), at(step.now))
 		if resp, err := h.Kinesis(context.Background(), kinesisBatch(step.batch...)); err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("%v %v", err, resp.BatchItemFailures)
 		}

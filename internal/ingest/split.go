@@ -39,17 +39,38 @@ type part struct {
 // over MaxAggregateEvents. A sub-record is never read as an aggregate
 // itself: the KPL does not nest them.
 func splitKinesis(data []byte) (parts []part, reason string) {
+	var s splitter
+	return s.kinesis(data)
+}
+
+// splitter is splitKinesis for a batch of records, one after another: it
+// reuses its slices, so that a plain record costs no allocation to split.
+// What kinesis returns is valid until its next call.
+type splitter struct {
+	parts []part
+	raws  []json.RawMessage
+}
+
+// kinesis is splitKinesis, reusing s's slices.
+func (s *splitter) kinesis(data []byte) (parts []part, reason string) {
 	if !kpl.IsAggregate(data) {
-		return []part{plainPart(data, nil, kinesisField)}, ""
+		raws, array, reason := appendSplitRecord(s.raws[:0], data, kinesisField)
+		if raws != nil {
+			s.raws = raws[:0]
+		}
+		s.parts = append(s.parts[:0], part{data: data, raws: raws, array: array, reason: reason})
+		return s.parts, ""
 	}
 	recs, err := kpl.Deaggregate(data, MaxAggregateEvents)
 	if err != nil {
 		return nil, err.Error()
 	}
 	parts = make([]part, len(recs))
+	subs := make([]int, len(recs)) // one allocation for every sub-record's index
 	fanout := 0
 	for k, r := range recs {
-		parts[k] = plainPart(r.Data, &k, kinesisField)
+		subs[k] = k
+		parts[k] = plainPart(r.Data, &subs[k], kinesisField)
 		fanout += max(len(parts[k].raws), 1)
 	}
 	if fanout > MaxAggregateEvents {
@@ -72,13 +93,21 @@ func plainPart(data []byte, sub *int, field string) part {
 // or says why the record is refused whole. Replay reads quarantined records
 // with it too (reingest.go), so that both apply the same rules.
 func splitRecord(data []byte, field string) (raws []json.RawMessage, array bool, reason string) {
-	raws, array, err := cloudevent.Split(data)
-	var fe *cloudevent.FieldError
-	switch {
-	case errors.As(err, &fe) && fe.Field == "body":
-		return nil, array, field + ": " + fe.Problem
-	case err != nil:
+	return appendSplitRecord(nil, data, field)
+}
+
+// appendSplitRecord is splitRecord appending the events to dst, which must
+// be empty.
+func appendSplitRecord(dst []json.RawMessage, data []byte, field string) (raws []json.RawMessage, array bool, reason string) {
+	raws, array, err := cloudevent.AppendSplit(dst, data)
+	if err != nil {
+		var fe *cloudevent.FieldError // declared here: errors.As makes it escape, which only an error should pay for
+		if errors.As(err, &fe) && fe.Field == "body" {
+			return nil, array, field + ": " + fe.Problem
+		}
 		return nil, array, err.Error()
+	}
+	switch {
 	case len(raws) == 0:
 		return nil, array, "record: holds an empty array, no events"
 	case len(raws) > MaxRequestEvents:

@@ -232,24 +232,35 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 	slot := map[schedKey]int{}
 	var keys []schedKey
 	var hours [][24]int32
-	for _, u := range todo {
+	slots := make([]int, len(todo)) // each unit's key's slot: the map is asked once a unit at most
+	last := -1                      // the previous unit's slot: a batch's units mostly share a key
+	for n, u := range todo {
 		k := units[u].schedKey()
-		i, ok := slot[k]
-		if !ok {
-			i = len(keys)
-			slot[k] = i
-			keys = append(keys, k)
-			hours = append(hours, [24]int32{})
+		i := last
+		if i < 0 || keys[i] != k {
+			var ok bool
+			if i, ok = slot[k]; !ok {
+				i = len(keys)
+				slot[k] = i
+				keys = append(keys, k)
+				hours = append(hours, [24]int32{})
+			}
+			last = i
 		}
+		slots[n] = i
 		if e := units[u].event; e != nil {
 			hours[i][e.Time.UTC().Hour()]++
 		}
 	}
 	res := h.schedules(ctx, keys, hours)
 	now := h.now()
-	for _, u := range todo {
-		k := units[u].schedKey()
-		r := res[slot[k]]
+	// One batch's keys and values in a few allocations, its items and
+	// their indexes sized once rather than grown by doubling.
+	var arena item.Arena
+	items, idx = make([]item.Item, 0, len(todo)), make([]int, 0, len(todo))
+	for n, u := range todo {
+		k := keys[slots[n]]
+		r := res[slots[n]]
 		if r.err != nil {
 			if err == nil {
 				err = r.err
@@ -257,7 +268,7 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 			continue
 		}
 		if e := units[u].event; e != nil {
-			items = append(items, item.Event(*e, shardmap.InEffect(r.sched, k.start(), e.Time, now), h.cfg.Retention))
+			items = append(items, arena.Event(*e, shardmap.InEffect(r.sched, k.start(), e.Time, now), h.cfg.Retention))
 		} else {
 			rj := units[u].rejected
 			items = append(items, item.Quarantine(*rj, r.sched.At(rj.ReceivedAt), h.cfg.Retention))

@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/shardline/shardline/internal/kpl/kpltest"
+	"github.com/shardline/shardline/testkit/kpltest"
 )
 
 // TestAwslabsNodeAggregates decodes aggregates made by the awslabs Node

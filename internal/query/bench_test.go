@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // BenchmarkNewest100Of24h reports, per page, the DynamoDB requests and read
@@ -25,7 +25,7 @@ func BenchmarkNewest100Of24h(b *testing.B) {
 		b.Run(path, func(b *testing.B) {
 			// A fresh handler per run: the GSI path's shard-record cache
 			// starts cold, as in a new container, and warms up.
-			h := newHandler(b, c.table, testdb.Endpoint(b)) // unchecked: benchmarks measure the handler alone
+			h := newHandler(b, c.table, testddb.Endpoint(b)) // unchecked: benchmarks measure the handler alone
 			q := url.Values{"source": {c.source}, "from": {now.Add(-24 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
 			if path == PathScatter {
 				q.Set("consistent", "true")
@@ -55,8 +55,8 @@ func BenchmarkNewest100Of24h(b *testing.B) {
 // warm shard-record cache. It reports requests, RCU and items read per
 // page.
 func BenchmarkDashboard(b *testing.B) {
-	table := testdb.Table(b)
-	client := testdb.Client(b, testdb.Endpoint(b))
+	table := testddb.Table(b)
+	client := testddb.Client(b, testddb.Endpoint(b))
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
 	for _, s := range []struct {
 		name    string
@@ -87,8 +87,8 @@ func BenchmarkDashboard(b *testing.B) {
 		}{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}} {
 			for _, path := range []string{PathGSI, PathScatter} {
 				b.Run(src+"/"+span.name+"/"+path, func(b *testing.B) {
-					c := &counting{API: client}
-					h := NewHandler(Config{Table: table}, c, Options{Now: func() time.Time { return now }})
+					c := &counting{Client: client}
+					h := New(Config{Table: table}, c, Options{Now: func() time.Time { return now }})
 					q := url.Values{"source": {src}, "from": {now.Add(-span.d).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
 					if path == PathScatter {
 						q.Set("consistent", "true")

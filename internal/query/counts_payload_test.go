@@ -13,8 +13,8 @@ import (
 
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/streams"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // manyTypes are the types of the source of TestCountsFitLambdaPayload:
@@ -44,8 +44,8 @@ func manyTypes() []string {
 // count.
 func TestCountsFitLambdaPayload(t *testing.T) {
 	t.Parallel() // its own table (or the shared corpus, read only); it waits on DynamoDB Local more than on the CPU
-	table := testdb.StreamTable(t)
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.StreamTable(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
 	typs := manyTypes()
 	totals := map[string]int{}
@@ -61,11 +61,11 @@ func TestCountsFitLambdaPayload(t *testing.T) {
 	if resp, err := in.Kinesis(loading(t), k); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("ingest: %v %v", err, resp.BatchItemFailures)
 	}
-	arn, err := streams.StreamARN(context.Background(), client, table)
+	arn, err := ddbstreams.StreamARN(context.Background(), client, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := streams.Read(context.Background(), streams.Static(testdb.Endpoint(t)), arn)
+	recs, err := ddbstreams.Read(context.Background(), ddbstreams.Static(testddb.Endpoint(t)), arn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestCountsFitLambdaPayload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := handlerFor(t, table, testdb.Endpoint(t))
+	h := handlerFor(t, table, testddb.Endpoint(t))
 	q := url.Values{"source": {"many"}, "from": {now.Add(-24 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}, "group_by": {"type"}}
 	payload, resp := invoke(t, h, CountsRoute, q)
 	var byType counts.Response

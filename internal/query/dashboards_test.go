@@ -16,16 +16,16 @@ import (
 	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/streams"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestDashboardRoutes: GET /v1/counts and GET /v1/sources through the query
 // handler, on events written by the ingest handler and counted from the
 // table's stream.
 func TestDashboardRoutes(t *testing.T) {
-	table := testdb.StreamTable(t)
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.StreamTable(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
 	var k events.KinesisEvent
 	for i := range 30 {
@@ -37,11 +37,11 @@ func TestDashboardRoutes(t *testing.T) {
 	if resp, err := in.Kinesis(loading(t), k); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("ingest: %v %v", err, resp.BatchItemFailures)
 	}
-	arn, err := streams.StreamARN(context.Background(), client, table)
+	arn, err := ddbstreams.StreamARN(context.Background(), client, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := streams.Read(context.Background(), streams.Static(testdb.Endpoint(t)), arn)
+	recs, err := ddbstreams.Read(context.Background(), ddbstreams.Static(testddb.Endpoint(t)), arn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestDashboardRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := handlerFor(t, table, testdb.Endpoint(t))
+	h := handlerFor(t, table, testddb.Endpoint(t))
 
 	status, _, body := get(t, h, CountsRoute, url.Values{"source": {"orders"}, "from": {fmt.Sprint(now.Add(-24 * time.Hour).UnixMilli())},
 		"to": {fmt.Sprint(now.UnixMilli())}, "interval": {"1h"}, "group_by": {"type"}})
@@ -115,7 +115,7 @@ func TestDashboardRoutes(t *testing.T) {
 // TestDashboardSamples: the sample requests in events/ are answered by the
 // handler as Lambda would invoke it.
 func TestDashboardSamples(t *testing.T) {
-	h := handlerFor(t, testdb.Table(t), testdb.Endpoint(t))
+	h := handlerFor(t, testddb.Table(t), testddb.Endpoint(t))
 	for _, name := range []string{"api-counts-v2.json", "api-sources-v2.json"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
 		if err != nil {

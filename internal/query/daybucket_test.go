@@ -14,8 +14,8 @@ import (
 
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/shardmap"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestDayAndHourBucketsReadAlike: a source written as it happens over five
@@ -26,8 +26,8 @@ import (
 // list, across days of both layouts.
 func TestDayAndHourBucketsReadAlike(t *testing.T) {
 	t.Parallel() // its own table (or the shared corpus, read only); it waits on DynamoDB Local more than on the CPU
-	table := testdb.Table(t)
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
 	cfg := ingest.DefaultConfig(table)
 	cfg.Shards.Default, cfg.GSIShards.Default = 4, 2
 	clock := time.Time{}
@@ -101,9 +101,9 @@ func TestDayAndHourBucketsReadAlike(t *testing.T) {
 			q.Set("type", typ)
 		}
 		for _, mode := range []string{"", PathGSI, PathScatter, "consistent"} {
-			h, qq := handlerOn(t, table, testdb.Endpoint(t), mode), clone(q)
+			h, qq := handlerOn(t, table, testddb.Endpoint(t), mode), clone(q)
 			if mode == "consistent" {
-				h = handlerOn(t, table, testdb.Endpoint(t), "")
+				h = handlerOn(t, table, testddb.Endpoint(t), "")
 				qq.Set("consistent", "true")
 			}
 			got, _ := pageThrough(t, h, qq, 2000)

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/openapi/openapitest"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/openapitest"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 func fixture(t *testing.T, name string) []byte {
@@ -28,8 +28,8 @@ func fixture(t *testing.T, name string) []byte {
 // TestQueryFixtures runs the sample queries in events/ against the sample
 // ingest requests, as Lambda would deliver them.
 func TestQueryFixtures(t *testing.T) {
-	table := testdb.Table(t)
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
 	for _, f := range []string{"kinesis-batch.json", "api-ingest-v2.json", "rest-ingest-v1.json"} {
 		out, err := in.Invoke(context.Background(), fixture(t, f))
@@ -38,7 +38,7 @@ func TestQueryFixtures(t *testing.T) {
 		}
 		openapitest.CheckInvoke(t, openapitest.Ingest, fixture(t, f), out)
 	}
-	h := handlerFor(t, table, testdb.Endpoint(t))
+	h := handlerFor(t, table, testddb.Endpoint(t))
 	out, err := h.Invoke(context.Background(), fixture(t, "api-query-v2.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestQueryFixtures(t *testing.T) {
 // TestRESTQuery: a REST API (v1) proxy request is served the same way.
 func TestRESTQuery(t *testing.T) {
 	c := loadCorpus(t)
-	h := handlerFor(t, c.table, testdb.Endpoint(t))
+	h := handlerFor(t, c.table, testddb.Endpoint(t))
 	payload, _ := json.Marshal(events.APIGatewayProxyRequest{
 		HTTPMethod: "GET", Path: "/v1/events", Resource: "/v1/events",
 		MultiValueQueryStringParameters: map[string][]string{"source": {c.source}, "limit": {"3"}, "order": {"asc"},

@@ -28,7 +28,7 @@ const (
 // RetryAfterSeconds is the Retry-After of a 503 answer.
 const RetryAfterSeconds = 1
 
-// Handler serves the query API. Build one per container with NewHandler.
+// Handler serves the query API. Build one per container with New.
 type Handler struct {
 	reader  *Reader
 	keys    *Keys
@@ -47,8 +47,8 @@ type Options struct {
 	Path string
 }
 
-// NewHandler returns a Handler reading through client.
-func NewHandler(cfg Config, client API, o Options) *Handler {
+// New returns a Handler reading through client.
+func New(cfg Config, client Client, o Options) *Handler {
 	h := &Handler{log: o.Logger, metrics: o.Metrics, now: o.Now, keys: NewKeys(cfg.CursorSecret, cfg.Table)}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

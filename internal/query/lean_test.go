@@ -13,14 +13,14 @@ import (
 
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestLeanGSI: with the Lean projection the GSI carries no events; its pages
 // fetch them from the table and return exactly what the scatter path does.
 func TestLeanGSI(t *testing.T) {
 	table := fmt.Sprintf("lean-%d", time.Now().UnixNano())
-	client := testdb.Client(t, testdb.Endpoint(t))
+	client := testddb.Client(t, testddb.Endpoint(t))
 	if err := schema.CreateWith(context.Background(), client, table, schema.Lean); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestLeanGSI(t *testing.T) {
 	if resp, err := in.Kinesis(loading(t), kev); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
-	h := handlerFor(t, table, testdb.Endpoint(t))
+	h := handlerFor(t, table, testddb.Endpoint(t))
 	for _, q := range []url.Values{
 		{"source": {"lean"}, "limit": {"70"}, "from": {now.Add(-3 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}},
 		{"source": {"lean"}, "limit": {"33"}, "type": {"b"}, "order": {"asc"}, "from": {now.Add(-3 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}},

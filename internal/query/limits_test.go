@@ -8,17 +8,17 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/shardmap"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestScatterConcurrencyBounded: a 31-day scatter over 64 shards (1,984
 // queries) never has more than the configured requests in flight.
 func TestScatterConcurrencyBounded(t *testing.T) {
-	table := testdb.Table(t)
-	reg := &shardmap.Registry{Client: testdb.Client(t, testdb.Endpoint(t)), Table: table,
+	table := testddb.Table(t)
+	reg := &shardmap.Registry{Client: testddb.Client(t, testddb.Endpoint(t)), Table: table,
 		Config: shardmap.Config{Shards: bucketing.Counts{Default: 64}, GSIShards: bucketing.Counts{Default: 1}}}
 	from := now.Add(-31 * 24 * time.Hour)
 	for d := from; d.Before(now); d = d.Add(24 * time.Hour) {
@@ -26,9 +26,9 @@ func TestScatterConcurrencyBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := faultproxy.For(t, testdb.Endpoint(t))
+	p := faultproxy.For(t, testddb.Endpoint(t))
 	const conc = 16
-	h := checked(t, NewHandler(Config{Table: table, Concurrency: conc}, testdb.Client(t, p.URL), Options{Now: func() time.Time { return now }}))
+	h := checked(t, New(Config{Table: table, Concurrency: conc}, testddb.Client(t, p.URL), Options{Now: func() time.Time { return now }}))
 	status, _, body := get(t, h, EventsRoute, url.Values{"source": {"wide"}, "consistent": {"true"}, "limit": {"1000"},
 		"from": {from.Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}})
 	if status != 200 {
@@ -44,7 +44,7 @@ func TestScatterConcurrencyBounded(t *testing.T) {
 // answers 503 with Retry-After, not a short page.
 func TestSlowQueryAnswers503(t *testing.T) {
 	c := loadCorpus(t)
-	p := faultproxy.For(t, testdb.Endpoint(t))
+	p := faultproxy.For(t, testddb.Endpoint(t))
 	p.SetLatency(150 * time.Millisecond)
 	h := handlerFor(t, c.table, p.URL)
 	q := url.Values{"source": {c.source}, "consistent": {"true"}, "limit": {"1000"},

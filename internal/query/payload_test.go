@@ -18,7 +18,7 @@ import (
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // lambdaLimit is Lambda's limit on a synchronous response payload.
@@ -75,7 +75,7 @@ func loadBig(t *testing.T, table, source string, n, size int) []string {
 	cfg := ingest.DefaultConfig(table)
 	cfg.MaxEventBytes = max(size, cloudevent.DefaultMaxBytes)
 	cfg.Shards.Default, cfg.GSIShards.Default = 4, 2
-	in := ingest.New(cfg, testdb.Client(t, testdb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
+	in := ingest.New(cfg, testddb.Client(t, testddb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
 	var ids []string
 	for start := 0; start < n; start += 10 {
 		var kev events.KinesisEvent
@@ -157,15 +157,15 @@ func TestPagesFitLambdaPayload(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			table := testdb.Table(t)
+			table := testddb.Table(t)
 			if tc.lean {
 				table = fmt.Sprintf("lean-big-%d", time.Now().UnixNano())
-				if err := schema.CreateWith(context.Background(), testdb.Client(t, testdb.Endpoint(t)), table, schema.Lean); err != nil {
+				if err := schema.CreateWith(context.Background(), testddb.Client(t, testddb.Endpoint(t)), table, schema.Lean); err != nil {
 					t.Fatal(err)
 				}
 			}
 			ids := loadBig(t, table, "big", tc.n, tc.size)
-			h := handlerFor(t, table, testdb.Endpoint(t))
+			h := handlerFor(t, table, testddb.Endpoint(t))
 			from, to := now.Add(-4*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339)
 			for _, q := range []url.Values{
 				{"source": {"big"}, "from": {from}, "to": {to}},
@@ -195,8 +195,8 @@ func TestPagesFitLambdaPayload(t *testing.T) {
 // (returned whole) page within Lambda's payload limit, each once.
 func TestQuarantinePagesFitLambdaPayload(t *testing.T) {
 	t.Parallel() // its own table (or the shared corpus, read only); it waits on DynamoDB Local more than on the CPU
-	table := testdb.Table(t)
-	in := ingest.New(ingest.DefaultConfig(table), testdb.Client(t, testdb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
+	table := testddb.Table(t)
+	in := ingest.New(ingest.DefaultConfig(table), testddb.Client(t, testddb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
 	r := rand.New(rand.NewPCG(3, 4))
 	want := map[string]int{}
 	for batch := range 4 {
@@ -222,7 +222,7 @@ func TestQuarantinePagesFitLambdaPayload(t *testing.T) {
 			t.Fatalf("%v %v", err, resp.BatchItemFailures)
 		}
 	}
-	h := handlerFor(t, table, testdb.Endpoint(t))
+	h := handlerFor(t, table, testddb.Endpoint(t))
 	q := url.Values{"limit": {"1000"}}
 	var seqs []string
 	pages := 1

@@ -15,23 +15,23 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/shardmap"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // counting is a DynamoDB client that counts what the reader reads: the
 // items each Query evaluated (ScannedCount, what DynamoDB bills and what
 // the function holds in memory) and the items each BatchGetItem returned.
 type counting struct {
-	API
+	Client
 	items atomic.Int64
 }
 
 func (c *counting) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	out, err := c.API.Query(ctx, in, o...)
+	out, err := c.Client.Query(ctx, in, o...)
 	if err == nil {
 		c.items.Add(int64(out.ScannedCount))
 	}
@@ -39,7 +39,7 @@ func (c *counting) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func
 }
 
 func (c *counting) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	out, err := c.API.BatchGetItem(ctx, in, o...)
+	out, err := c.Client.BatchGetItem(ctx, in, o...)
 	if err == nil {
 		for _, items := range out.Responses {
 			c.items.Add(int64(len(items)))
@@ -69,7 +69,7 @@ const (
 func loadBurst(t *testing.T) *burst {
 	t.Helper()
 	burstOnce.Do(func() {
-		b := &burst{table: testdb.SharedTable(t)}
+		b := &burst{table: testddb.SharedTable(t)}
 		var all []ev
 		for h := range 16 {
 			start := now.Add(-15*time.Hour - time.Duration(h+1)*time.Hour)
@@ -82,7 +82,7 @@ func loadBurst(t *testing.T) *burst {
 		}
 		cfg := ingest.DefaultConfig(b.table)
 		cfg.Shards.Default, cfg.GSIShards.Default = 4, 8
-		in := ingest.New(cfg, testdb.Client(t, testdb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
+		in := ingest.New(cfg, testddb.Client(t, testddb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
 		// The busy day first, then the old one: the busy day's record is
 		// created without a quiet day before it, so its GSI buckets are
 		// hours, which these tests look ahead over.
@@ -165,8 +165,8 @@ func TestPageReadsAreBounded(t *testing.T) {
 	b := loadBurst(t)
 	const limit = 200
 	for _, consistent := range []bool{false, true} {
-		c := &counting{API: testdb.Client(t, testdb.Endpoint(t))}
-		h := checked(t, NewHandler(Config{Table: b.table}, c, Options{Now: func() time.Time { return now }}))
+		c := &counting{Client: testddb.Client(t, testddb.Endpoint(t))}
+		h := checked(t, New(Config{Table: b.table}, c, Options{Now: func() time.Time { return now }}))
 		status, _, body := get(t, h, EventsRoute, burstQuery(limit, consistent))
 		if status != 200 {
 			t.Fatalf("%d %s", status, body)
@@ -199,7 +199,7 @@ func TestPageReadsAreBounded(t *testing.T) {
 // served anyway, by the path asked for.
 func TestUnneededBucketErrorDoesNotFailPage(t *testing.T) {
 	b := loadBurst(t)
-	p := faultproxy.For(t, testdb.Endpoint(t))
+	p := faultproxy.For(t, testddb.Endpoint(t))
 	// Every bucket but the two newest busy hours (20:00 and 19:00 on the
 	// 21st) and their day: fail each query of a partition of another hour or
 	// day. A page of 500 reads 20:00 (400 events), comes back for more and
@@ -266,7 +266,7 @@ func stripHints(t *testing.T, table, source string, days ...string) {
 		attrs[k] = fmt.Sprintf("n%02d", h)
 	}
 	for _, day := range days {
-		_, err := testdb.Client(t, testdb.Endpoint(t)).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		_, err := testddb.Client(t, testddb.Endpoint(t)).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 			TableName:                aws.String(table),
 			Key:                      shardmap.HoursKey(bucketing.Stream{Space: bucketing.Events, Source: source}, day),
 			UpdateExpression:         aws.String("REMOVE " + strings.Join(names, ", ")),

@@ -17,16 +17,16 @@ import (
 
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
-	"github.com/shardline/shardline/internal/kpl/kpltest"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/kpltest"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestQuarantineListing: quarantined records come back, newest first, with
 // raw bytes, reason and origin, each once across pages.
 func TestQuarantineListing(t *testing.T) {
-	table := testdb.Table(t)
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
 	var kev events.KinesisEvent
 	for i := range 45 {
@@ -39,7 +39,7 @@ func TestQuarantineListing(t *testing.T) {
 	if resp, err := in.Kinesis(loading(t), kev); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
-	h := handlerFor(t, table, testdb.Endpoint(t))
+	h := handlerFor(t, table, testddb.Endpoint(t))
 	q := url.Values{"limit": {"20"}}
 	var got []Record
 	for range 5 {
@@ -76,8 +76,8 @@ func TestQuarantineListing(t *testing.T) {
 // "replay" with the time, state and outcome, beside its unchanged fields;
 // an unmarked record has no "replay" at all.
 func TestQuarantineShowsReplay(t *testing.T) {
-	table := testdb.Table(t)
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
 	var kev events.KinesisEvent
 	for i := range 2 {
@@ -117,7 +117,7 @@ func TestQuarantineShowsReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := handlerFor(t, table, testdb.Endpoint(t))
+	h := handlerFor(t, table, testddb.Endpoint(t))
 	req := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: QuarantineRoute}
 	req.RequestContext.HTTP.Method = "GET"
 	resp, _ := h.HTTP(context.Background(), req)
@@ -148,8 +148,8 @@ func TestQuarantineShowsReplay(t *testing.T) {
 // (and index, inside a sub-record's array); a corrupt aggregate has
 // neither. Paging one record at a time returns each once.
 func TestQuarantineShowsSubIndex(t *testing.T) {
-	table := testdb.Table(t)
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
 	agg := kpltest.Aggregate([]kpltest.Record{
 		{PartitionKey: "p", Data: []byte(`{"specversion":"1.0","id":"ok","source":"s","type":"t"}`)},
@@ -168,7 +168,7 @@ func TestQuarantineShowsSubIndex(t *testing.T) {
 	if resp, err := in.Kinesis(context.Background(), kev); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
-	h := handlerFor(t, table, testdb.Endpoint(t))
+	h := handlerFor(t, table, testddb.Endpoint(t))
 	q := url.Values{"limit": {"1"}}
 	got := map[string]Record{}
 	for range 10 {

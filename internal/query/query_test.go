@@ -14,12 +14,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testddb.Main(m) }
 
 var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
@@ -45,7 +45,7 @@ var (
 func loadCorpus(t testing.TB) *corpus {
 	t.Helper()
 	corpusOnce.Do(func() {
-		c := &corpus{table: testdb.SharedTable(t), source: "sensors/eu#1"}
+		c := &corpus{table: testddb.SharedTable(t), source: "sensors/eu#1"}
 		r := rand.New(rand.NewPCG(7, 7))
 		start := now.Add(-71 * time.Hour)
 		var payloads [][]byte
@@ -73,7 +73,7 @@ func loadCorpus(t testing.TB) *corpus {
 		c.events = dedupe(c.events)
 		cfg := ingest.DefaultConfig(c.table)
 		cfg.Shards.Default, cfg.GSIShards.Default = 4, 2
-		h := ingest.New(cfg, testdb.Client(t, testdb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
+		h := ingest.New(cfg, testddb.Client(t, testddb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
 		var kev events.KinesisEvent
 		for i, p := range payloads {
 			kev.Records = append(kev.Records, events.KinesisEventRecord{EventSource: "aws:kinesis",
@@ -141,7 +141,7 @@ func newHandler(t testing.TB, table, endpoint string) *Handler {
 // newHandlerOn is newHandler with eventually consistent pages served by
 // path (PathGSI, PathScatter, or "" for the cheaper).
 func newHandlerOn(t testing.TB, table, endpoint, path string) *Handler {
-	return NewHandler(Config{Table: table}, testdb.Client(t, endpoint), Options{Now: func() time.Time { return now }, Path: path})
+	return New(Config{Table: table}, testddb.Client(t, endpoint), Options{Now: func() time.Time { return now }, Path: path})
 }
 
 // handlerFor is newHandler, its answers checked against the OpenAPI document.
@@ -211,7 +211,7 @@ func pageThrough(t *testing.T, h apiHandler, q url.Values, maxPages int) ([]stri
 func TestPathsAgreeWithReference(t *testing.T) {
 	t.Parallel() // its own table (or the shared corpus, read only); it waits on DynamoDB Local more than on the CPU
 	c := loadCorpus(t)
-	h := handlerFor(t, c.table, testdb.Endpoint(t))
+	h := handlerFor(t, c.table, testddb.Endpoint(t))
 	r := rand.New(rand.NewPCG(11, 12))
 	for n := range 40 {
 		span := time.Duration(r.Int64N(int64(80 * time.Hour)))
@@ -251,7 +251,7 @@ func TestPathsAgreeWithReference(t *testing.T) {
 				qq.Set("consistent", "true")
 				wantPath = PathScatter
 			case PathGSI, PathScatter:
-				hh = handlerOn(t, c.table, testdb.Endpoint(t), mode)
+				hh = handlerOn(t, c.table, testddb.Endpoint(t), mode)
 			}
 			got, plans := pageThrough(t, hh, qq, 30)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -284,7 +284,7 @@ func TestNewestPageIsCheap(t *testing.T) {
 	q := url.Values{"source": {c.source}, "from": {now.Add(-24 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
 	cost := map[string]Plan{}
 	for _, path := range []string{PathGSI, PathScatter, ""} {
-		status, _, body := get(t, handlerOn(t, c.table, testdb.Endpoint(t), path), EventsRoute, q)
+		status, _, body := get(t, handlerOn(t, c.table, testddb.Endpoint(t), path), EventsRoute, q)
 		var r EventsResponse
 		if status != 200 || json.Unmarshal([]byte(body), &r) != nil || len(r.Events) != 100 {
 			t.Fatalf("%q: %d %.300s", path, status, body)
@@ -304,11 +304,11 @@ func TestNewestPageIsCheap(t *testing.T) {
 // TestConsistentReadYourWrites: an event written is returned at once by a
 // consistent read.
 func TestConsistentReadYourWrites(t *testing.T) {
-	table := testdb.Table(t)
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
 	real := time.Now()
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{})
-	h := checked(t, NewHandler(Config{Table: table}, client, Options{}))
+	h := checked(t, New(Config{Table: table}, client, Options{}))
 	for i := range 5 {
 		id := fmt.Sprintf("ryw-%d", i)
 		body := fmt.Sprintf(`{"id":%q,"source":"ryw","type":"t","time":%q}`, id, real.Format(time.RFC3339Nano))
@@ -328,7 +328,7 @@ func TestConsistentReadYourWrites(t *testing.T) {
 // request is answered correctly by the scatter path, and the plan says why.
 func TestGSIThrottledFallsBack(t *testing.T) {
 	c := loadCorpus(t)
-	p := faultproxy.For(t, testdb.Endpoint(t))
+	p := faultproxy.For(t, testddb.Endpoint(t))
 	p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 		if r.Op == "Query" && strings.Contains(string(r.Body), `"IndexName"`) {
 			return faultproxy.Throttled, nil
@@ -356,7 +356,7 @@ func TestGSIThrottledFallsBack(t *testing.T) {
 // naming it.
 func TestBadParametersAnswer400(t *testing.T) {
 	c := loadCorpus(t)
-	h := handlerFor(t, c.table, testdb.Endpoint(t))
+	h := handlerFor(t, c.table, testddb.Endpoint(t))
 	// A real cursor to tamper with.
 	base := url.Values{"source": {c.source}, "from": {now.Add(-2 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}, "limit": {"5"}}
 	_, _, body := get(t, h, EventsRoute, base)
@@ -430,7 +430,7 @@ func TestBadParametersAnswer400(t *testing.T) {
 func TestDefaultRangePagesStayPut(t *testing.T) {
 	c := loadCorpus(t)
 	clock := now
-	h := checked(t, NewHandler(Config{Table: c.table}, testdb.Client(t, testdb.Endpoint(t)), Options{Now: func() time.Time { return clock }}))
+	h := checked(t, New(Config{Table: c.table}, testddb.Client(t, testddb.Endpoint(t)), Options{Now: func() time.Time { return clock }}))
 	q := url.Values{"source": {c.source}, "limit": {"10"}}
 	var got []string
 	for {
@@ -456,7 +456,7 @@ func TestDefaultRangePagesStayPut(t *testing.T) {
 }
 
 func TestRoutes(t *testing.T) {
-	h := handlerFor(t, "t", testdb.Endpoint(t))
+	h := handlerFor(t, "t", testddb.Endpoint(t))
 	req := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: "/v1/nothing"}
 	req.RequestContext.HTTP.Method = "GET"
 	if resp, _ := h.HTTP(context.Background(), req); resp.StatusCode != 404 {

@@ -14,8 +14,8 @@ import (
 	"github.com/shardline/shardline/internal/shardmap"
 )
 
-// API is the part of the DynamoDB client the reader uses.
-type API interface {
+// Client is the part of the DynamoDB client the query function uses.
+type Client interface {
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	shardmap.API
@@ -52,7 +52,7 @@ var ErrDeadline = errors.New("query: the page could not be read before the deadl
 
 // Reader reads pages. It is safe for concurrent use; make one per container.
 type Reader struct {
-	Client      API
+	Client      Client
 	Table       string
 	Concurrency int              // requests in flight per page; default DefaultConcurrency
 	Now         func() time.Time // default time.Now

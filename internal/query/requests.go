@@ -24,7 +24,7 @@ const batchGetKeys = 100
 // at most a bounded number in flight, each counted with the read capacity
 // it consumed, for the page's plan.
 type requests struct {
-	client API
+	client Client
 	table  string
 	sem    chan struct{} // bounds the requests in flight
 
@@ -35,7 +35,7 @@ type requests struct {
 
 // newRequests bounds a page's requests to conc in flight
 // (DefaultConcurrency when conc is not positive).
-func newRequests(client API, table string, conc int) *requests {
+func newRequests(client Client, table string, conc int) *requests {
 	if conc <= 0 {
 		conc = DefaultConcurrency
 	}

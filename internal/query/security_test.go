@@ -12,10 +12,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // lookalikes are sources built to collide with each other under a naive
@@ -27,8 +27,8 @@ var lookalikes = []string{"a", "a#b", "a%23b", "a%b", "b", "a#2026-11-22#0", "E#
 // either path. Every request the reader sends carries only its fixed
 // expressions: user input travels in expression attribute values alone.
 func TestNoQueryCrossesSources(t *testing.T) {
-	table := testdb.Table(t)
-	p := faultproxy.For(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	p := faultproxy.For(t, testddb.Endpoint(t))
 	var mu sync.Mutex
 	var bodies [][]byte
 	p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
@@ -37,7 +37,7 @@ func TestNoQueryCrossesSources(t *testing.T) {
 		mu.Unlock()
 		return nil, nil
 	})
-	in := ingest.New(ingest.DefaultConfig(table), testdb.Client(t, p.URL), ingest.Options{Now: func() time.Time { return now }})
+	in := ingest.New(ingest.DefaultConfig(table), testddb.Client(t, p.URL), ingest.Options{Now: func() time.Time { return now }})
 	var evs []string
 	for i, src := range lookalikes {
 		for j := range 3 {
@@ -133,7 +133,7 @@ func TestNoQueryCrossesSources(t *testing.T) {
 // reads only the source named in the request.
 func TestForgedCursorStaysInItsSource(t *testing.T) {
 	c := loadCorpus(t)
-	h := handlerFor(t, c.table, testdb.Endpoint(t))
+	h := handlerFor(t, c.table, testddb.Endpoint(t))
 	keys := NewKeys("", c.table)
 	p := Params{Source: "someone-else", Order: Desc, From: now.Add(-time.Hour), To: now}
 	forged := keys.Encode(next(Events, &p, now.Add(-time.Minute), "x"))
@@ -161,9 +161,9 @@ func TestForgedCursorStaysInItsSource(t *testing.T) {
 // allocated for the range.
 func TestCursorRangeIsChecked(t *testing.T) {
 	const secret = "test-cursor-key"
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	keys := NewKeys(secret, table)
-	h := checked(t, NewHandler(Config{Table: table, CursorSecret: secret}, testdb.Client(t, testdb.Endpoint(t)), Options{Now: func() time.Time { return now }}))
+	h := checked(t, New(Config{Table: table, CursorSecret: secret}, testddb.Client(t, testddb.Endpoint(t)), Options{Now: func() time.Time { return now }}))
 	huge := Params{Source: "s", Order: Desc, From: time.Unix(0, 0).UTC(), To: time.Date(2262, 4, 1, 0, 0, 0, 0, time.UTC)}
 	inverted := Params{Source: "s", Order: Desc, From: now, To: now.Add(-time.Hour)}
 	for _, tc := range []struct {

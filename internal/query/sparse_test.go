@@ -13,8 +13,8 @@ import (
 
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/shardmap"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // store writes events of source at times through the real ingest handler,
@@ -49,8 +49,8 @@ func store(t *testing.T, h *ingest.Handler, source string, times []time.Time) {
 // BatchGetItem of the next seven days', and a GSI query per day bucket, 5.
 // Every event comes once on every path.
 func TestSparseSourcePagesCostWhatTheyReturn(t *testing.T) {
-	table := testdb.Table(t)
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
 	clock := now.Add(-7 * 24 * time.Hour)
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return clock }})
 	var times []time.Time
@@ -72,9 +72,9 @@ func TestSparseSourcePagesCostWhatTheyReturn(t *testing.T) {
 	}
 	q := url.Values{"source": {"quiet"}, "from": {now.Add(-7 * 24 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
 	for _, mode := range []string{"", PathGSI, PathScatter, "consistent"} {
-		h, qq := handlerOn(t, table, testdb.Endpoint(t), mode), clone(q)
+		h, qq := handlerOn(t, table, testddb.Endpoint(t), mode), clone(q)
 		if mode == "consistent" {
-			h = handlerOn(t, table, testdb.Endpoint(t), "")
+			h = handlerOn(t, table, testddb.Endpoint(t), "")
 			qq.Set("consistent", "true")
 		}
 		got, plans := pageThrough(t, h, qq, 10)
@@ -107,8 +107,8 @@ func TestSparseSourcePagesCostWhatTheyReturn(t *testing.T) {
 // same: a page trusts the cache of hour indexes only to include an hour,
 // and reads the day afresh before it skips one.
 func TestEmptyHoursAreSkipped(t *testing.T) {
-	table := testdb.Table(t)
-	client := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
 	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
 	busy := []time.Time{now.Add(-10 * time.Minute), now.Add(-50*time.Hour - 5*time.Minute), now.Add(-140*time.Hour - time.Minute)}
 	var times []time.Time
@@ -118,7 +118,7 @@ func TestEmptyHoursAreSkipped(t *testing.T) {
 		}
 	}
 	store(t, in, "bursty", times)
-	h := handlerOn(t, table, testdb.Endpoint(t), PathGSI)
+	h := handlerOn(t, table, testddb.Endpoint(t), PathGSI)
 	q := url.Values{"source": {"bursty"}, "limit": {"1000"}, "from": {now.Add(-7 * 24 * time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}}
 	got, plans := pageThrough(t, h, clone(q), 2)
 	if len(got) != 60 || len(plans) != 1 {

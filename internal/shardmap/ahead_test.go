@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // updates is an HoursAPI that records the hour-index updates it is asked
@@ -119,14 +119,14 @@ func TestAheadSpreadsTheFleetsMarks(t *testing.T) {
 // next day is not taken for a quiet one's.
 func TestAheadMarksTheHourWithoutAHint(t *testing.T) {
 	ctx := context.Background()
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	c := &clock{time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)}
 	reg := registry(t, table, c, 1, 1)
 	src := bucketing.Stream{Space: bucketing.Events, Source: "busy"}
 	if _, err := reg.Schedule(ctx, src, "2026-11-22"); err != nil {
 		t.Fatal(err)
 	}
-	h := &Hours{Client: testdb.Client(t, testdb.Endpoint(t)), Table: table, Retention: 24 * time.Hour}
+	h := &Hours{Client: testddb.Client(t, testddb.Endpoint(t)), Table: table, Retention: 24 * time.Hour}
 	var counts [24]int32
 	counts[9] = QuietHour
 	if err := h.Mark(ctx, src, "2026-11-22", counts); err != nil {
@@ -135,7 +135,7 @@ func TestAheadMarksTheHourWithoutAHint(t *testing.T) {
 	if err := h.Ahead(ctx, src, time.Date(2026, 11, 22, 9, 59, 59, 999e6, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
-	out, err := testdb.Client(t, testdb.Endpoint(t)).Query(ctx, &dynamodb.QueryInput{
+	out, err := testddb.Client(t, testddb.Endpoint(t)).Query(ctx, &dynamodb.QueryInput{
 		TableName:              aws.String(table),
 		KeyConditionExpression: aws.String("pk = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{

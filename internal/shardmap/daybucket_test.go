@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestQuietDaysGetADayBucket: a day whose previous day was quiet (never
@@ -20,10 +20,10 @@ import (
 // other day keeps hour buckets.
 func TestQuietDaysGetADayBucket(t *testing.T) {
 	ctx := context.Background()
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	c := &clock{time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)}
 	r := registry(t, table, c, 4, 1)
-	hours := &Hours{Client: testdb.Client(t, testdb.Endpoint(t)), Table: table, Retention: 24 * time.Hour}
+	hours := &Hours{Client: testddb.Client(t, testddb.Endpoint(t)), Table: table, Retention: 24 * time.Hour}
 	const day1, day2, day3 = "2026-11-20", "2026-11-21", "2026-11-22"
 	stream := func(src string) bucketing.Stream { return bucketing.Stream{Space: bucketing.Events, Source: src} }
 	// yesterday writes the previous day of src: its record, and n events
@@ -73,7 +73,7 @@ func TestQuietDaysGetADayBucket(t *testing.T) {
 	if err != nil || !raised || len(s) != 2 || !s[1].DayBucket {
 		t.Fatalf("raise of a day-bucket day: %+v %v %v", s, raised, err)
 	}
-	d, _, err := ReadDay(ctx, testdb.Client(t, testdb.Endpoint(t)), table, stream("quiet"), day2)
+	d, _, err := ReadDay(ctx, testddb.Client(t, testddb.Endpoint(t)), table, stream("quiet"), day2)
 	if err != nil || !slices.Equal(d.Sched, s) {
 		t.Fatalf("read back %+v, %v; want %+v", d.Sched, err, s)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestDemandAddsUpTheWritersReports: each writer's report answers with
@@ -20,8 +20,8 @@ import (
 // a reader of the day's record and hour index does not read the reports.
 func TestDemandAddsUpTheWritersReports(t *testing.T) {
 	ctx := context.Background()
-	table := testdb.Table(t)
-	c := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	c := testddb.Client(t, testddb.Endpoint(t))
 	src := bucketing.Stream{Space: bucketing.Events, Source: "hot/src"}
 	day := "2026-11-24"
 	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)

@@ -10,11 +10,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testddb.Main(m) }
 
 type clock struct{ t time.Time }
 
@@ -22,7 +22,7 @@ func (c *clock) now() time.Time { return c.t }
 
 func registry(t *testing.T, table string, c *clock, shards, gsi int) *Registry {
 	return &Registry{
-		Client: testdb.Client(t, testdb.Endpoint(t)),
+		Client: testddb.Client(t, testddb.Endpoint(t)),
 		Table:  table,
 		Now:    c.now,
 		Config: Config{
@@ -36,7 +36,7 @@ func registry(t *testing.T, table string, c *clock, shards, gsi int) *Registry {
 
 func TestRaiseMidDayAppendsAStepAfterTheLead(t *testing.T) {
 	ctx := context.Background()
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	day := "2026-11-22"
 	src := bucketing.Stream{Space: bucketing.Events, Source: "hot#src"}
 	c := &clock{time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC)}
@@ -88,7 +88,7 @@ func TestRaiseMidDayAppendsAStepAfterTheLead(t *testing.T) {
 
 func TestPastAndFutureDaysKeepTheirCounts(t *testing.T) {
 	ctx := context.Background()
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	src := bucketing.Stream{Space: bucketing.Events, Source: "s"}
 	c := &clock{time.Date(2026, 11, 22, 23, 58, 0, 0, time.UTC)}
 	// Yesterday and tomorrow (an event up to 5 minutes ahead) get records
@@ -113,7 +113,7 @@ func TestPastAndFutureDaysKeepTheirCounts(t *testing.T) {
 
 func TestConcurrentWritersAgree(t *testing.T) {
 	ctx := context.Background()
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	src := bucketing.Stream{Space: bucketing.Quarantine}
 	c := &clock{time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
 	results := make(chan bucketing.Schedule, 8)
@@ -139,7 +139,7 @@ func TestConcurrentWritersAgree(t *testing.T) {
 // does not yet.
 func TestCachedReusesOnlyFoundRecords(t *testing.T) {
 	ctx := context.Background()
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	c := &clock{time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
 	src := bucketing.Stream{Space: bucketing.Events, Source: "s"}
 	reader := registry(t, table, c, 1, 1)
@@ -170,7 +170,7 @@ func TestCachedReusesOnlyFoundRecords(t *testing.T) {
 // 30 days (a container of the previous deployment) never shortens it again.
 func TestRaisingRetentionKeepsTheShardRecord(t *testing.T) {
 	ctx := context.Background()
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	day := "2026-11-22"
 	src := bucketing.Stream{Space: bucketing.Events, Source: "s"}
 	c := &clock{time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
@@ -187,7 +187,7 @@ func TestRaisingRetentionKeepsTheShardRecord(t *testing.T) {
 	}
 	expiry := func() int64 {
 		t.Helper()
-		out, err := testdb.Client(t, testdb.Endpoint(t)).GetItem(ctx, &dynamodb.GetItemInput{
+		out, err := testddb.Client(t, testddb.Endpoint(t)).GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: aws.String(table), Key: metaKey(src.MetaPK(day)), ConsistentRead: aws.Bool(true),
 		})
 		if err != nil || out.Item == nil {
@@ -235,7 +235,7 @@ func TestRaisingRetentionKeepsTheShardRecord(t *testing.T) {
 
 func TestRaiseAppendsThenRaisesThePendingStepInPlace(t *testing.T) {
 	ctx := context.Background()
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	day := "2026-11-22"
 	src := bucketing.Stream{Space: bucketing.Events, Source: "ramp"}
 	c := &clock{time.Date(2026, 11, 22, 10, 0, 10, 0, time.UTC)}
@@ -279,7 +279,7 @@ func TestRaiseAppendsThenRaisesThePendingStepInPlace(t *testing.T) {
 
 func TestNewDaysStartFromThePreviousPeak(t *testing.T) {
 	ctx := context.Background()
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	src := bucketing.Stream{Space: bucketing.Events, Source: "hot"}
 	c := &clock{time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
 	r := registry(t, table, c, 4, 1)

@@ -393,10 +393,12 @@ func (w *Writer) attempt(ctx context.Context, items []item.Item, idx, pending []
 	}
 }
 
-// oneAttempt turns off the SDK's own retries of a request when the writer
+// oneAttempt serialises the request with the writer's own encoder
+// (encode.go), and turns off the SDK's own retries of a request when the writer
 // paces: a whole batch refused as throttled would otherwise be re-sent
 // blind, under the pacer, before the pacer heard of it.
 func (w *Writer) oneAttempt(o *dynamodb.Options) {
+	withBatchWriteEncoder(o)
 	if w.Pacer != nil {
 		o.RetryMaxAttempts = 1
 	}

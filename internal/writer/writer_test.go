@@ -15,14 +15,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testddb.Main(m) }
 
 func mk(pk, sk, body string) item.Item {
 	return item.Item{PK: pk, SK: sk, Attrs: map[string]types.AttributeValue{
@@ -45,8 +45,8 @@ func get(t *testing.T, c *dynamodb.Client, table, pk, sk string) map[string]type
 // BatchWriteItem refuses in one request) is written with the last value,
 // and both items are reported stored.
 func TestDuplicateKeysWrittenOnce(t *testing.T) {
-	table := testdb.Table(t)
-	c := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	c := testddb.Client(t, testddb.Endpoint(t))
 	w := &Writer{Client: c, Table: table, Concurrency: 4}
 	var items []item.Item
 	for i := range 60 {
@@ -70,8 +70,8 @@ func TestDuplicateKeysWrittenOnce(t *testing.T) {
 // TestInvalidItemIsolated: one item DynamoDB refuses (too large) does not
 // fail the 24 beside it in its request.
 func TestInvalidItemIsolated(t *testing.T) {
-	table := testdb.Table(t)
-	c := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	c := testddb.Client(t, testddb.Endpoint(t))
 	w := &Writer{Client: c, Table: table}
 	var items []item.Item
 	for i := range 25 {
@@ -96,7 +96,7 @@ func TestInvalidItemIsolated(t *testing.T) {
 // TestMissingTableFailsEveryItem: a misconfigured table name is a failure
 // to retry later, not a verdict on the items.
 func TestMissingTableFailsEveryItem(t *testing.T) {
-	w := &Writer{Client: testdb.Client(t, testdb.Endpoint(t)), Table: "no-such-table"}
+	w := &Writer{Client: testddb.Client(t, testddb.Endpoint(t)), Table: "no-such-table"}
 	res := w.Write(context.Background(), []item.Item{mk("p", "a", "x"), mk("p", "b", "y")})
 	if res.Count(Failed) != 2 || !strings.Contains(res.Err[0].Error(), "no-such-table") {
 		t.Fatalf("statuses %v, err %v", res.Status, res.Err[0])
@@ -109,13 +109,13 @@ func TestMissingTableFailsEveryItem(t *testing.T) {
 // the key's capacity over the whole batch. The partition model in the fault
 // proxy throttles the key as DynamoDB would.
 func TestWriteInOrderRetriesTheHeadFirst(t *testing.T) {
-	endpoint := testdb.Endpoint(t)
+	endpoint := testddb.Endpoint(t)
 	prefix := map[string]int{}
 	for _, how := range []string{"in order", "all at once"} {
-		table := testdb.Table(t)
+		table := testddb.Table(t)
 		proxy := faultproxy.For(t, endpoint)
 		proxy.SetRule((&faultproxy.Partitions{WCU: 40, Keys: []string{schema.PK}}).Rule())
-		c := testdb.Client(t, proxy.URL)
+		c := testddb.Client(t, proxy.URL)
 		w := &Writer{Client: c, Table: table, Concurrency: 8}
 		var items []item.Item
 		for i := range 400 {
@@ -133,7 +133,7 @@ func TestWriteInOrderRetriesTheHeadFirst(t *testing.T) {
 			t.Errorf("%s: items of one key have verdicts %v and %v", how, res.Status[0], res.Status[400])
 		}
 		for i, st := range res.Status[:400] {
-			stored := get(t, testdb.Client(t, endpoint), table, "hot", fmt.Sprintf("k%03d", i)) != nil
+			stored := get(t, testddb.Client(t, endpoint), table, "hot", fmt.Sprintf("k%03d", i)) != nil
 			// A write cut off by the deadline may have reached the table
 			// before its answer was lost: it is reported failed, and
 			// writing it again is harmless. Any other disagreement is a bug.
@@ -164,7 +164,7 @@ func TestWriteInOrderRetriesTheHeadFirst(t *testing.T) {
 // finish. Paced, they are refused at most once per item stored; re-sending
 // blind, in the same run, several times as often.
 func TestPacedWritersDoNotHammer(t *testing.T) {
-	endpoint := testdb.Endpoint(t)
+	endpoint := testddb.Endpoint(t)
 	amplification := map[bool]float64{}
 	for _, paced := range []bool{false, true} {
 		h := hammer(t, endpoint, paced)
@@ -188,7 +188,7 @@ func TestPacedWritersDoNotHammer(t *testing.T) {
 // and re-sending blind, in the same run. Each iteration is one whole
 // overload; ns/op is its wall time, which says little.
 func BenchmarkRetryAmplification(b *testing.B) {
-	endpoint := testdb.Endpoint(b)
+	endpoint := testddb.Endpoint(b)
 	for _, paced := range []bool{false, true} {
 		name := "blind"
 		if paced {
@@ -227,14 +227,14 @@ func hammer(t testing.TB, endpoint string, paced bool) hammered {
 		ceiling   = 150 // write units a second on the hot key
 		perWriter = 100
 	)
-	table := testdb.Table(t)
+	table := testddb.Table(t)
 	proxy := faultproxy.For(t, endpoint)
 	model := &faultproxy.Partitions{WCU: ceiling, Keys: []string{schema.PK}}
 	proxy.SetRule(model.Rule())
 	var sent, refused, stored atomic.Int64
 	var wg sync.WaitGroup
 	for wr := range 4 {
-		w := &Writer{Client: testdb.Client(t, proxy.URL), Table: table, Concurrency: 4}
+		w := &Writer{Client: testddb.Client(t, proxy.URL), Table: table, Concurrency: 4}
 		if paced {
 			w.Pacer = &pace.Pacer{KeyWCU: ceiling}
 		}

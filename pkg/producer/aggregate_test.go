@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/shardline/shardline/internal/kpl"
-	"github.com/shardline/shardline/internal/kpl/kpltest"
+	"github.com/shardline/shardline/testkit/kpltest"
 )
 
 // TestAggregator: the hand-written encoder writes what the protobuf

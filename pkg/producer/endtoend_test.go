@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/shardline/shardline/internal/backoff"
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/kinesispoll"
 	"github.com/shardline/shardline/internal/pace"
-	"github.com/shardline/shardline/internal/testdb"
-	"github.com/shardline/shardline/internal/testkinesis"
+	"github.com/shardline/shardline/local/kinesispoll"
 	"github.com/shardline/shardline/pkg/producer"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
+	"github.com/shardline/shardline/testkit/testkinesis"
 )
 
 // TestEndToEnd is the whole Kinesis path: the producer (aggregated and
@@ -65,14 +65,14 @@ func endToEnd(t *testing.T, aggregate bool) {
 		return nil, nil
 	})
 
-	table := testdb.Table(t)
-	dproxy := faultproxy.For(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	dproxy := faultproxy.For(t, testddb.Endpoint(t))
 	dproxy.SetRule(faultproxy.Mix{Seed: 7, Throttled: 0.05, Partial: 0.2}.Rule())
 	// The proxy's faults are random, not heat: ingest need not wait out on
 	// the wall clock the pace a hot key would need. Its clock, waits and
 	// pacing run fast, as internal/ingest's random-fault tests run theirs.
 	clk := simClock{real: time.Now(), speed: 20}
-	h := ingest.New(ingest.DefaultConfig(table), testdb.Client(t, dproxy.URL), ingest.Options{Now: clk.now, Sleep: clk.sleep, Pacer: &pace.Pacer{Now: clk.now}})
+	h := ingest.New(ingest.DefaultConfig(table), testddb.Client(t, dproxy.URL), ingest.Options{Now: clk.now, Sleep: clk.sleep, Pacer: &pace.Pacer{Now: clk.now}})
 	poller := &kinesispoll.Poller{Client: testkinesis.Client(t, testkinesis.Endpoint(t)), StreamARN: arn.Full, Handler: h.Kinesis,
 		BatchSize: 100, RetryAttempts: -1, Bisect: true, Idle: 20 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -100,7 +100,7 @@ func endToEnd(t *testing.T, aggregate bool) {
 		if i%3 != 0 {
 			at := now.Add(-time.Duration(i) * time.Second)
 			e["time"] = at.Format(time.RFC3339Nano)
-			want[id] = testdb.EventKey("e2e", id, at)
+			want[id] = testddb.EventKey("e2e", id, at)
 		}
 		if err := p.Put(ctx, e); err != nil {
 			t.Fatal(err)
@@ -119,11 +119,11 @@ func endToEnd(t *testing.T, aggregate bool) {
 		t.Fatalf("aggregated: %d records for %d events", s.Records, n)
 	}
 
-	ddb := testdb.Client(t, testdb.Endpoint(t))
-	var st testdb.Stored
+	ddb := testddb.Client(t, testddb.Endpoint(t))
+	var st testddb.Stored
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if st = testdb.StoredIn(t, ddb, table); len(st.Events) >= n {
+		if st = testddb.StoredIn(t, ddb, table); len(st.Events) >= n {
 			break
 		}
 		if time.Now().After(deadline) {

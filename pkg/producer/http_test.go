@@ -20,9 +20,9 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/shardline/shardline/internal/devserver"
-	"github.com/shardline/shardline/internal/testdb"
+	"github.com/shardline/shardline/local/devserver"
 	"github.com/shardline/shardline/pkg/producer"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // serve runs the local server (`make run`'s: the real ingest handler on
@@ -31,7 +31,7 @@ func serve(t *testing.T) string {
 	t.Helper()
 	base, stop, err := devserver.Serve(context.Background(), devserver.Options{
 		Addr:     "127.0.0.1:0",
-		Endpoint: testdb.Endpoint(t),
+		Endpoint: testddb.Endpoint(t),
 		Table:    fmt.Sprintf("producer-%d", time.Now().UnixNano()),
 		Getenv:   func(string) string { return "" },
 		Out:      io.Discard,

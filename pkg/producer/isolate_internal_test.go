@@ -9,9 +9,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/shardline/shardline/internal/kinesislocal"
-	"github.com/shardline/shardline/internal/kinesisread"
-	"github.com/shardline/shardline/internal/testkinesis"
+	"github.com/shardline/shardline/local/kinesislocal"
+	"github.com/shardline/shardline/local/kinesisread"
+	"github.com/shardline/shardline/testkit/testkinesis"
 )
 
 // TestRequestValidationIsolated: when Kinesis refuses a whole PutRecords

@@ -17,17 +17,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/shardline/shardline/internal/faultproxy"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/kinesislocal"
-	"github.com/shardline/shardline/internal/kinesisread"
 	"github.com/shardline/shardline/internal/kpl"
-	"github.com/shardline/shardline/internal/testdb"
-	"github.com/shardline/shardline/internal/testkinesis"
+	"github.com/shardline/shardline/local/kinesislocal"
+	"github.com/shardline/shardline/local/kinesisread"
 	"github.com/shardline/shardline/pkg/producer"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
+	"github.com/shardline/shardline/testkit/testkinesis"
 )
 
-func TestMain(m *testing.M) { testdb.MainWith(m, testkinesis.Start) }
+func TestMain(m *testing.M) { testddb.MainWith(m, testkinesis.Start) }
 
 // client is a Kinesis client of endpoint that makes each request once, so
 // that the producer's own retries, not the SDK's, meet injected faults.
@@ -543,8 +543,8 @@ func TestKinesisAggregation(t *testing.T) {
 	if aggregates == 0 || aggregates != len(recs)-1 {
 		t.Fatalf("%d aggregates among %d records", aggregates, len(recs))
 	}
-	table := testdb.Table(t)
-	ddb := testdb.Client(t, testdb.Endpoint(t))
+	table := testddb.Table(t)
+	ddb := testddb.Client(t, testddb.Endpoint(t))
 	h := ingest.New(ingest.DefaultConfig(table), ddb, ingest.Options{})
 	resp, err := h.Kinesis(ctx, events.KinesisEvent{Records: recs})
 	if err != nil {
@@ -553,7 +553,7 @@ func TestKinesisAggregation(t *testing.T) {
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("batch item failures: %v", resp.BatchItemFailures)
 	}
-	st := testdb.StoredIn(t, ddb, table)
+	st := testddb.StoredIn(t, ddb, table)
 	if len(st.Events) != 1001 || st.Quarantined != 0 {
 		t.Fatalf("stored %d events, %d quarantined; want 1001, 0", len(st.Events), st.Quarantined)
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardline/shardline/internal/testkinesis"
 	"github.com/shardline/shardline/pkg/producer"
+	"github.com/shardline/shardline/testkit/testkinesis"
 )
 
 // TestKinesisLongIDs: an event whose id is longer than a partition key may

@@ -1,0 +1,583 @@
+package benchrun
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/shardline/shardline/internal/archive"
+	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/internal/ddbclient"
+	"github.com/shardline/shardline/internal/emf"
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/shardmap"
+)
+
+// SourceGroup is Count sources that each send Rate events a second.
+type SourceGroup struct {
+	Prefix string  `json:"prefix"` // the source's name, or its names' prefix when Count > 1
+	Count  int     `json:"count"`
+	Rate   float64 `json:"events_per_second_each"`
+	// Shards and GSIShards, when not 0, are the group's raised shard
+	// counts (SHARDS_OVERRIDES, GSI_SHARDS_OVERRIDES).
+	Shards    int `json:"shards,omitempty"`
+	GSIShards int `json:"gsi_shards,omitempty"`
+}
+
+func (g SourceGroup) name(i int) string {
+	if g.Count == 1 {
+		return g.Prefix
+	}
+	return fmt.Sprintf("%s%05d", g.Prefix, i)
+}
+
+// CostWorkload is one reference workload of the cost model.
+type CostWorkload struct {
+	Name   string        `json:"name"`
+	Groups []SourceGroup `json:"groups"`
+	// Window is the simulated time measured, from a UTC midnight: the
+	// events of that long, at the workload's rates, go through the real
+	// handlers; the results are scaled to a million events.
+	Window time.Duration `json:"window_ns"`
+}
+
+// Rate is the workload's events a second.
+func (w CostWorkload) Rate() float64 {
+	var r float64
+	for _, g := range w.Groups {
+		r += float64(g.Count) * g.Rate
+	}
+	return r
+}
+
+// Sources is the workload's number of sources.
+func (w CostWorkload) Sources() int {
+	n := 0
+	for _, g := range w.Groups {
+		n += g.Count
+	}
+	return n
+}
+
+// DefaultCostWorkloads are issue 22's three reference workloads.
+var DefaultCostWorkloads = []CostWorkload{
+	{Name: "steady: one source, 1,000 events/s", Window: 40 * time.Second,
+		Groups: []SourceGroup{{Prefix: "plant/line-1", Count: 1, Rate: 1000}}},
+	{Name: "many: 10,000 sources at 0.1 events/s", Window: 20 * time.Second,
+		Groups: []SourceGroup{{Prefix: "device/", Count: 10000, Rate: 0.1}}},
+	{Name: "hot: one source at 20,000 events/s beside 1,000 quiet ones", Window: 16 * time.Second,
+		Groups: []SourceGroup{{Prefix: "fleet/hot", Count: 1, Rate: 20000, Shards: 32, GSIShards: 32},
+			{Prefix: "device/", Count: 1000, Rate: 0.1}}},
+}
+
+// The stack's settings the cost model mirrors (infra/shardline: props.go,
+// functions.go, counter.go, archive.go), which this package does not
+// import: the CDK libraries do not belong in the command line.
+const (
+	ingestMemoryMB     = 512
+	counterMemoryMB    = 256
+	archiveMemoryMB    = 256
+	queryMemoryMB      = 256
+	ingestParallel     = 2   // ParallelizationFactor: concurrent batches per Kinesis shard
+	kinesisFill        = 0.8 // the share of a shard's 1,000 records/s or 1 MB/s a stream is sized to
+	partitionWCU       = 1000
+	minStreamShards    = 4
+	retentionDays      = 30
+	hoursPerMonth      = 730
+	firehoseBufferSize = 5 << 20 // Firehose's default S3 buffering hints: 5 MB or 300 s
+	firehoseBufferTime = 300 * time.Second
+)
+
+// The event source mappings of the ingest and archive functions.
+var (
+	ingestMapping  = mapping{Window: time.Second, MaxRecords: 500, MaxBytes: 6 << 20}
+	archiveMapping = mapping{Window: 300 * time.Second, MaxRecords: 10000, MaxBytes: 6 << 20}
+)
+
+// costEnv is what every workload's measurement shares.
+type costEnv struct {
+	local    *dynamodb.Client // DynamoDB Local: the bookkeeping and the counters
+	stubURL  string           // the latency stub: the event items
+	start    time.Time        // a UTC midnight
+	prices   Prices
+	seedWRU  float64 // the seed design's write units per event, measured
+	seedSize int     // its item's bytes
+	table    string
+}
+
+// sim is one workload's run: its fleet of containers, the stream, the
+// three functions and what they cost.
+type sim struct {
+	w          CostWorkload
+	env        costEnv
+	clock      *simClock
+	book       *ledger
+	split      *splitClient
+	sink       *streamSink
+	handlers   []*ingest.Handler
+	batchers   []cutter[events.KinesisEventRecord]
+	counter    *counts.Function
+	arch       *archive.Function
+	counterCut []cutter[arrival]
+	archiveCut []cutter[arrival]
+	store      *countingStore
+	logs       [3]*countingWriter // ingest, counter, archive
+	fn         [3]*fnMeter
+
+	pairs   map[[2]int]bool // (container, source) pairs that wrote
+	sources map[int]bool
+	kshards int
+
+	events, counted, archived int
+	generated                 int // events the producers sent, in batches or not
+	putUnits, firehoseBytes   int
+	raw                       [][]byte // a sample of the events, for their compressed size
+}
+
+// fnMeter sums a function's invocations and billed time.
+type fnMeter struct {
+	invocations int
+	billedMs    int64
+	lines       int // its own log lines
+	platform    int // bytes of Lambda's START, END and REPORT lines
+}
+
+func (m *fnMeter) add(d time.Duration, memoryMB int) {
+	ms := int64(math.Ceil(float64(d) / float64(time.Millisecond)))
+	m.invocations++
+	m.billedMs += max(ms, 1)
+	m.platform += platformLogBytes(ms, memoryMB)
+}
+
+// platformLogBytes is the size of the START, END and REPORT lines Lambda
+// writes for an invocation (text log format), with CloudWatch's per-event
+// overhead.
+func platformLogBytes(ms int64, memoryMB int) int {
+	const id = "6f1b9a52-3c1e-4d8e-9a77-0b1c2d3e4f50"
+	lines := []string{
+		"START RequestId: " + id + " Version: $LATEST\n",
+		"END RequestId: " + id + "\n",
+		fmt.Sprintf("REPORT RequestId: %s\tDuration: %d.00 ms\tBilled Duration: %d ms\tMemory Size: %d MB\tMax Memory Used: %d MB\t\n",
+			id, ms, ms, memoryMB, memoryMB/8),
+	}
+	n := 0
+	for _, l := range lines {
+		n += len(l) + logEventOverhead
+	}
+	return n
+}
+
+// countingWriter counts the bytes and lines a function logs.
+type countingWriter struct {
+	mu           sync.Mutex
+	bytes, lines int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.bytes += len(p)
+	w.lines += bytes.Count(p, []byte{'\n'})
+	return len(p), nil
+}
+
+func (w *countingWriter) billed() int { return w.bytes + w.lines*logEventOverhead }
+
+// countingStore is the archive bucket: it counts the objects put.
+type countingStore struct {
+	mu             sync.Mutex
+	objects, bytes int
+}
+
+// Put counts one object.
+func (s *countingStore) Put(_ context.Context, _ string, body []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.objects++
+	s.bytes += len(body)
+	return nil
+}
+
+// cutter is an event source mapping cutting one shard's records into
+// invocations as they arrive: a batch closes when its window has passed
+// since its first record, at the end of a tumbling window, at MaxRecords,
+// or when the next record would pass MaxBytes. The batch still open when
+// the measurement ends is never invoked: only whole batches are counted.
+type cutter[T any] struct {
+	m     mapping
+	cur   []T
+	start time.Time
+	end   time.Time
+	bytes int
+}
+
+func (c *cutter[T]) add(at time.Time, rec T, size int) (done []T) {
+	if len(c.cur) > 0 && (!at.Before(c.start.Add(c.m.Window)) || (c.m.Tumbling > 0 && !at.Before(c.end)) ||
+		len(c.cur) == c.m.MaxRecords || c.bytes+size > c.m.MaxBytes) {
+		done, c.cur, c.bytes = c.cur, nil, 0
+	}
+	if len(c.cur) == 0 {
+		c.start = at
+		if c.m.Tumbling > 0 {
+			c.end = at.Truncate(c.m.Tumbling).Add(c.m.Tumbling)
+		}
+	}
+	c.cur = append(c.cur, rec)
+	c.bytes += size
+	return done
+}
+
+// sent is one event a producer sends.
+type sent struct {
+	source int // index into names
+	at     time.Time
+}
+
+// arrivals are the workload's events over its window, in time order:
+// each source sends at its rate, from a random phase.
+func (w CostWorkload) arrivals(start time.Time, rng *rand.Rand) ([]sent, []string) {
+	var out []sent
+	var names []string
+	for _, g := range w.Groups {
+		step := time.Duration(float64(time.Second) / g.Rate)
+		for i := range g.Count {
+			idx := len(names)
+			names = append(names, g.name(i))
+			for at := time.Duration(rng.Int64N(int64(step))); at < w.Window; at += step {
+				out = append(out, sent{idx, start.Add(at)})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	return out, names
+}
+
+// kinesisShards sizes the workload's stream: records or bytes, whichever
+// needs more shards at kinesisFill of a shard's limits.
+func kinesisShards(rate float64, eventBytes int) int {
+	byRecords := rate / (1000 * kinesisFill)
+	byBytes := rate * float64(eventBytes) / (1 << 20 * kinesisFill)
+	return max(1, int(math.Ceil(max(byRecords, byBytes))))
+}
+
+func newSim(ctx context.Context, w CostWorkload, env costEnv, eventBytes int) (*sim, error) {
+	s := &sim{w: w, env: env, clock: &simClock{t: env.start}, pairs: map[[2]int]bool{}, sources: map[int]bool{}, store: &countingStore{}}
+	in := schema.CreateTableInput(env.table)
+	in.StreamSpecification = nil // the ledger's table: the stream is simulated (streamSink)
+	if err := schema.CreateFrom(ctx, env.local, in); err != nil {
+		return nil, fmt.Errorf("cost model: create %s: %w", env.table, err)
+	}
+	s.book = newLedger(env.local)
+	rate := w.Rate()
+	s.sink = newStreamSink(max(minStreamShards, int(math.Ceil(rate/partitionWCU))), s.clock)
+	s.split = &splitClient{events: ddbclient.Static(env.stubURL, 64), book: s.book, sink: s.sink}
+	for i := range s.logs {
+		s.logs[i] = &countingWriter{}
+		s.fn[i] = &fnMeter{}
+	}
+	cfg := ingest.DefaultConfig(env.table)
+	cfg.Shards.Overrides, cfg.GSIShards.Overrides = map[string]int{}, map[string]int{}
+	for _, g := range w.Groups {
+		for i := range g.Count {
+			if g.Shards > 0 {
+				cfg.Shards.Overrides[g.name(i)] = g.Shards
+			}
+			if g.GSIShards > 0 {
+				cfg.GSIShards.Overrides[g.name(i)] = g.GSIShards
+			}
+		}
+	}
+	s.kshards = kinesisShards(rate, eventBytes)
+	for range s.kshards * ingestParallel {
+		s.handlers = append(s.handlers, ingest.New(cfg, s.split, ingest.Options{
+			Now:     s.clock.now,
+			Logger:  infoLogger(s.logs[0]),
+			Metrics: emf.New(s.logs[0], map[string]string{"Function": "ingest"}),
+		}))
+		s.batchers = append(s.batchers, cutter[events.KinesisEventRecord]{m: ingestMapping})
+	}
+	s.counter = counts.New(counts.Config{Table: env.table, Retention: retentionDays * 24 * time.Hour, LogLevel: slog.LevelInfo},
+		s.book, counts.Options{Logger: infoLogger(s.logs[1]), Metrics: emf.New(s.logs[1], counts.Dimensions())})
+	s.arch = &archive.Function{Store: s.store, Log: infoLogger(s.logs[2]), Metrics: emf.New(s.logs[2], map[string]string{"Function": "archive"})}
+	for range s.sink.shards {
+		s.counterCut = append(s.counterCut, cutter[arrival]{m: stackMapping})
+		s.archiveCut = append(s.archiveCut, cutter[arrival]{m: archiveMapping})
+	}
+	return s, nil
+}
+
+func infoLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// run sends the workload's events through the fleet.
+func (s *sim) run(ctx context.Context) error {
+	rng := rand.New(rand.NewPCG(22, uint64(len(s.w.Groups))))
+	sents, names := s.w.arrivals(s.env.start, rng)
+	typs := eventTypes(10)
+	for n, e := range sents {
+		id := "e" + strconv.Itoa(n)
+		data := telemetry(id, names[e.source], typs[rng.IntN(len(typs))], n, e.at)
+		s.account(id, data)
+		h := fnv.New32a()
+		h.Write([]byte(id)) // the producer's partition key is the event's id
+		c := int(h.Sum32() % uint32(len(s.handlers)))
+		seq := strconv.Itoa(1_000_000 + n)
+		rec := events.KinesisEventRecord{EventSource: "aws:kinesis", EventID: "shardId-" + strconv.Itoa(c/ingestParallel) + ":" + seq,
+			Kinesis: events.KinesisRecord{Data: data, PartitionKey: id, SequenceNumber: seq, ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: e.at}}}
+		if done := s.batchers[c].add(e.at, rec, len(data)+len(id)); done != nil {
+			if err := s.ingest(ctx, c, e.at, done, names); err != nil {
+				return err
+			}
+		}
+		s.pairs[[2]int{c, e.source}] = true
+		s.sources[e.source] = true
+	}
+	return nil
+}
+
+// account adds what an event costs outside the handlers: its Kinesis PUT
+// payload units and its Firehose ingestion, had it gone there.
+func (s *sim) account(id string, data []byte) {
+	s.generated++
+	s.putUnits += (len(data) + len(id) + kinesisPutUnit - 1) / kinesisPutUnit
+	s.firehoseBytes += (len(data) + 1 + firehoseRecordInc - 1) / firehoseRecordInc * firehoseRecordInc
+	if len(s.raw) < 20000 {
+		s.raw = append(s.raw, data)
+	}
+}
+
+// ingest invokes container c's handler with a batch at simulated time at,
+// then hands the stream records its writes made to the counter's and the
+// archive's mappings.
+func (s *sim) ingest(ctx context.Context, c int, at time.Time, recs []events.KinesisEventRecord, names []string) error {
+	s.clock.set(at)
+	t0 := time.Now()
+	resp, err := s.handlers[c].Kinesis(ctx, events.KinesisEvent{Records: recs})
+	s.fn[0].add(time.Since(t0), ingestMemoryMB)
+	if err != nil {
+		return fmt.Errorf("ingest, container %d: %w", c, err)
+	}
+	if len(resp.BatchItemFailures) > 0 {
+		return fmt.Errorf("ingest, container %d: %d records failed", c, len(resp.BatchItemFailures))
+	}
+	s.events += len(recs)
+	for shard, arrived := range s.sink.take() {
+		for _, a := range arrived {
+			if done := s.counterCut[shard].add(a.at, a, a.bytes); done != nil {
+				if err := s.count(ctx, shard, done); err != nil {
+					return err
+				}
+			}
+			if done := s.archiveCut[shard].add(a.at, a, a.bytes); done != nil {
+				if err := s.archiveBatch(ctx, done); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func records(as []arrival) []events.DynamoDBEventRecord {
+	out := make([]events.DynamoDBEventRecord, len(as))
+	for i, a := range as {
+		out[i] = a.rec
+	}
+	return out
+}
+
+func (s *sim) count(ctx context.Context, shard int, batch []arrival) error {
+	var ev events.DynamoDBTimeWindowEvent
+	ev.ShardID = fmt.Sprintf("shardId-%020d", shard)
+	ev.Records = records(batch)
+	t0 := time.Now()
+	_, err := s.counter.Invoke(ctx, ev)
+	s.fn[1].add(time.Since(t0), counterMemoryMB)
+	if err != nil {
+		return fmt.Errorf("counter, stream shard %d: %w", shard, err)
+	}
+	s.counted += len(batch)
+	return nil
+}
+
+func (s *sim) archiveBatch(ctx context.Context, batch []arrival) error {
+	t0 := time.Now()
+	err := s.arch.Invoke(ctx, events.DynamoDBEvent{Records: records(batch)})
+	s.fn[2].add(time.Since(t0), archiveMemoryMB)
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	s.archived += len(batch)
+	return nil
+}
+
+// CostMeasured is what a workload's run measured, before scaling.
+type CostMeasured struct {
+	WindowSeconds    float64 `json:"window_seconds"`
+	KinesisShards    int     `json:"kinesis_shards"`
+	Containers       int     `json:"ingest_containers"`
+	StreamShards     int     `json:"table_stream_shards"`
+	Events           int     `json:"events_ingested"`
+	Sent             int     `json:"events_sent"`
+	CounterEvents    int     `json:"events_counted"`
+	ArchiveEvents    int     `json:"events_archived"`
+	Invocations      [3]int  `json:"invocations"` // ingest, counter, archive
+	EventRequests    int     `json:"event_batchwriteitem_requests"`
+	EventWRU         float64 `json:"event_wru"`
+	GSIWRU           float64 `json:"gsi_wru"`
+	EventItemBytes   int     `json:"event_item_bytes"`
+	Pairs            int     `json:"container_source_pairs"`
+	Sources          int     `json:"sources_written"`
+	HourMarks        tally   `json:"hour_marks"`
+	ShardRecords     tally   `json:"shard_records"`
+	Catalogue        tally   `json:"catalogue"`
+	Demand           tally   `json:"demand"`
+	Counter          tally   `json:"counter"`
+	Other            tally   `json:"other"`
+	LogLines         [3]int  `json:"log_lines"` // the functions' own, at info
+	ArchiveObjects   int     `json:"archive_objects"`
+	ArchiveBytes     int     `json:"archive_bytes"`
+	RawBytes         int     `json:"raw_sample_bytes"`
+	GzipBytes        int     `json:"gzip_sample_bytes"`
+	PutUnits         int     `json:"kinesis_put_units"`
+	FirehoseBytes    int     `json:"firehose_billed_bytes"`
+	MeanEventBytes   float64 `json:"mean_event_bytes"`
+	BilledSeconds    [3]float64
+	LogBytes         [3]int
+	PlatformLogBytes [3]int
+}
+
+func (s *sim) measured() CostMeasured {
+	t := s.book.tallies()
+	ew := s.split.written()
+	m := CostMeasured{WindowSeconds: s.w.Window.Seconds(), KinesisShards: s.kshards, Containers: len(s.handlers),
+		StreamShards: s.sink.shards, Events: s.events, CounterEvents: s.counted, ArchiveEvents: s.archived, Sent: s.generated,
+		EventRequests: ew.Requests, EventWRU: ew.WRU, GSIWRU: ew.GSIWRU, EventItemBytes: ew.ItemBytes + ew.GSIBytes,
+		Pairs: len(s.pairs), Sources: len(s.sources),
+		HourMarks: t[kindHours], ShardRecords: t[kindShards], Catalogue: t[kindCatalogue], Demand: t[kindDemand],
+		Counter: t[kindCounter], Other: t[kindOther],
+		ArchiveObjects: s.store.objects, ArchiveBytes: s.store.bytes, PutUnits: s.putUnits, FirehoseBytes: s.firehoseBytes}
+	for i := range 3 {
+		m.Invocations[i] = s.fn[i].invocations
+		m.BilledSeconds[i] = float64(s.fn[i].billedMs) / 1000
+		m.LogLines[i] = s.logs[i].lines
+		m.LogBytes[i] = s.logs[i].billed()
+		m.PlatformLogBytes[i] = s.fn[i].platform
+	}
+	var raw bytes.Buffer
+	for _, b := range s.raw {
+		raw.Write(b)
+		raw.WriteByte('\n')
+	}
+	m.RawBytes = raw.Len()
+	m.MeanEventBytes = float64(raw.Len()-len(s.raw)) / float64(max(1, len(s.raw)))
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(raw.Bytes()) // a bytes.Buffer does not fail
+	_ = zw.Close()
+	m.GzipBytes = gz.Len()
+	return m
+}
+
+// touches is how many distinct (container, source) pairs a group's
+// sources make in d, each event going to one of c containers at random
+// (by its id): a pair's first event of an hour marks the hour, of a day
+// reads the day's shard records.
+func touches(g SourceGroup, c int, d time.Duration) float64 {
+	n := g.Rate * d.Seconds()
+	return float64(g.Count) * float64(c) * (1 - math.Pow(1-1/float64(c), n))
+}
+
+// refreshes is how often a year-round (container, source) pair reads the
+// source's shard record again, an hour: at its first event once
+// shardmap.CacheFor has passed since the last read.
+func refreshes(g SourceGroup, c int) float64 {
+	perSecond := g.Rate / float64(c) // the pair's events a second
+	if perSecond == 0 {
+		return 0
+	}
+	return float64(g.Count) * float64(c) * min(perSecond*3600, 3600/(shardmap.CacheFor.Seconds()+1/perSecond))
+}
+
+// usage scales what the run measured to a million events. Per-event line
+// items scale by the events their function saw; the hour marks by the
+// (container, source) pairs a steady hour has (touches), the shard records
+// and catalogue by the sources a day has; see docs/cost.md.
+func (s *sim) usage(m CostMeasured) Usage {
+	const million = 1e6
+	rate := s.w.Rate()
+	perEvent := func(x float64, n int) float64 { return x / float64(max(1, n)) * million }
+	hours := million / (rate * 3600) // hours a million events take
+	days := hours / 24
+	var hourTouches, dayTouches, refreshRRU float64
+	for _, g := range s.w.Groups {
+		hourTouches += touches(g, m.Containers, time.Hour)
+		dayTouches += touches(g, m.Containers, 24*time.Hour)
+		refreshRRU += refreshes(g, m.Containers) * 1 // a strongly consistent read of a small item
+	}
+	pairs, sources := float64(max(1, m.Pairs)), float64(max(1, m.Sources))
+	u := Usage{
+		EventWRU:       perEvent(m.EventWRU, m.Events),
+		GSIWRU:         perEvent(m.GSIWRU, m.Events),
+		HourMarkWRU:    m.HourMarks.WRU / pairs * hourTouches * hours,
+		ShardRecordWRU: m.ShardRecords.WRU / sources * float64(s.w.Sources()) * days,
+		CatalogueWRU:   m.Catalogue.WRU / sources * float64(s.w.Sources()) * days,
+		DemandWRU:      perEvent(m.Demand.WRU, m.Events),
+		CounterWRU:     perEvent(m.Counter.WRU, m.CounterEvents),
+		BookkeepingRRU: (m.HourMarks.RRU+m.ShardRecords.RRU)/pairs*dayTouches*days + refreshRRU*hours +
+			perEvent(m.Counter.RRU, m.CounterEvents),
+		StreamRecords: 2 * million,
+		TableGBMonth:  perEvent(float64(m.EventItemBytes), m.Events) / gib * retentionDays * 24 / hoursPerMonth,
+
+		KinesisShardHours: float64(m.KinesisShards) * hours,
+		KinesisPutUnits:   perEvent(float64(m.PutUnits), m.Sent),
+
+		S3Puts:    perEvent(float64(m.ArchiveObjects), m.ArchiveEvents),
+		S3GBMonth: perEvent(float64(m.ArchiveBytes), m.ArchiveEvents) / gib,
+		LogBytes: perEvent(float64(m.LogBytes[0]+m.PlatformLogBytes[0]), m.Events) +
+			perEvent(float64(m.LogBytes[1]+m.PlatformLogBytes[1]), m.CounterEvents) +
+			perEvent(float64(m.LogBytes[2]+m.PlatformLogBytes[2]), m.ArchiveEvents),
+	}
+	fns := []struct {
+		name   string
+		memory int
+		events int
+	}{{"ingest", ingestMemoryMB, m.Events}, {"counter", counterMemoryMB, m.CounterEvents}, {"archive", archiveMemoryMB, m.ArchiveEvents}}
+	for i, f := range fns {
+		u.Functions = append(u.Functions, FunctionUsage{Name: f.name, MemoryMB: f.memory,
+			Requests: perEvent(float64(m.Invocations[i]), f.events), Seconds: perEvent(m.BilledSeconds[i], f.events)})
+	}
+	u.Functions = append(u.Functions, FunctionUsage{Name: "query", MemoryMB: queryMemoryMB})
+	return u
+}
+
+// anchors are the two designs a user would pick instead, for the same
+// events: the seed articles' (one PutItem per event under one key, its
+// items kept a month) and Firehose Direct PUT to S3 (gzip, default
+// buffering).
+func (s *sim) anchors(m CostMeasured) (seed, firehose Usage) {
+	const million = 1e6
+	seed.EventWRU = s.env.seedWRU * million
+	seed.TableGBMonth = float64(s.env.seedSize+dynamoItemOverhead) * million / gib * retentionDays * 24 / hoursPerMonth
+	firehose.FirehoseGiB = float64(m.FirehoseBytes) / float64(max(1, m.Sent)) * million / gib
+	rawPerMillion := m.MeanEventBytes * million
+	duration := time.Duration(million / s.w.Rate() * float64(time.Second))
+	firehose.S3Puts = math.Ceil(max(rawPerMillion/firehoseBufferSize, duration.Seconds()/firehoseBufferTime.Seconds()))
+	firehose.S3GBMonth = rawPerMillion * float64(m.GzipBytes) / float64(max(1, m.RawBytes)) / gib
+	return seed, firehose
+}

@@ -1,0 +1,102 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/backoff"
+	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/ops/onfailure"
+)
+
+// batch is an object's records, of one kind of stream.
+type batch struct {
+	kinesis []events.KinesisEventRecord
+	stream  []events.DynamoDBEventRecord
+}
+
+func (b batch) size() int { return len(b.kinesis) + len(b.stream) }
+
+// records decodes rec's records, which must agree with its batch info.
+func records(rec onfailure.Record) (batch, error) {
+	var b batch
+	var err error
+	if rec.Source() == onfailure.Kinesis {
+		b.kinesis, err = rec.Kinesis()
+	} else {
+		b.stream, err = rec.DynamoDB()
+	}
+	switch {
+	case err != nil:
+		return b, err
+	case b.size() == 0:
+		return b, errors.New("the record's payload holds no records")
+	case b.size() != rec.Batch().BatchSize:
+		return b, fmt.Errorf("the payload holds %d records, the batch info says %d", b.size(), rec.Batch().BatchSize)
+	}
+	return b, nil
+}
+
+// process runs b through consumer c and returns how many records it
+// processed; an error leaves the object.
+func (r *Redriver) process(ctx context.Context, o Options, c Consumer, shardID string, b batch) (int, error) {
+	switch {
+	case c == Ingest && r.Ingest != nil:
+		return r.ingest(ctx, o, b.kinesis)
+	case c == Counter && r.Counter != nil:
+		return retry(ctx, o, func(ctx context.Context) (int, error) {
+			st, err := r.Counter.Redrive(ctx, shardID, b.stream)
+			return st.Counted + st.Already + st.Skipped, err
+		})
+	case c == Archive && r.Archive != nil:
+		// The whole batch at once: the archive names its objects after the
+		// batch's first record, so it rewrites what the failed attempts
+		// wrote instead of adding copies.
+		return retry(ctx, o, func(ctx context.Context) (int, error) {
+			st, err := r.Archive.Archive(ctx, b.stream)
+			return st.Records, err
+		})
+	}
+	return 0, fmt.Errorf("this run has no %s code to run (a redrive without it leaves these batches)", c)
+}
+
+// retry runs f, each time with an invocation's deadline, until it
+// succeeds, fails in a way a retry cannot mend, or the attempts are spent.
+func retry(ctx context.Context, o Options, f func(context.Context) (int, error)) (int, error) {
+	var err error
+	for attempt := 0; attempt < o.Attempts; attempt++ {
+		if attempt > 0 {
+			if serr := backoff.Sleep(ctx, pauses.Ceiling(attempt)); serr != nil {
+				return 0, serr
+			}
+		}
+		var n int
+		n, err = invoke(ctx, o, f)
+		var amb *counts.AmbiguousError
+		if err == nil || ctx.Err() != nil || errors.As(err, &amb) {
+			return n, err
+		}
+	}
+	return 0, fmt.Errorf("after %d attempts: %w; the object stays for a later run", o.Attempts, err)
+}
+
+// invoke calls f as Lambda would: with a deadline, a panic turned into an
+// error.
+func invoke(ctx context.Context, o Options, f func(context.Context) (int, error)) (n int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, o.InvokeTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f(ctx)
+}
+
+// pauses space the attempts: 100 ms, doubling, at most 5 s, without jitter
+// (one redrive works alone).
+var pauses = backoff.Policy{Base: 100 * time.Millisecond, Max: 5 * time.Second}

@@ -1,0 +1,389 @@
+// Package devserver runs shardline on one machine: DynamoDB Local, the table
+// made from the stack's definition, the API served on localhost through the
+// real Lambda handlers, and a Kinesis stream in kinesalite that the ingest
+// handler polls as the stack's event source mapping does. Every local
+// mapping gives a failing batch up as the stack's do, to an on-failure
+// bucket in a local S3. It is what `make run` starts.
+package devserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/ddbclient"
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/query"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/local/ddblocal"
+	"github.com/shardline/shardline/local/httpapi"
+	"github.com/shardline/shardline/local/kinesislocal"
+	"github.com/shardline/shardline/local/openapi"
+	"github.com/shardline/shardline/ops/explorer"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// Options configure Run.
+type Options struct {
+	Addr     string // where the API listens, such as 127.0.0.1:8080
+	DDBPort  int    // DynamoDB Local's port; 0 picks a free one
+	DBDir    string // keep DynamoDB Local's data here; empty is in memory
+	Endpoint string // use this DynamoDB endpoint instead of starting DynamoDB Local
+	Table    string // the table's name
+	Stream   string // the Kinesis stream's name
+	// KinesisPort and S3Port are kinesalite's and the local S3's ports;
+	// 0 picks free ones.
+	KinesisPort, S3Port int
+	Samples             string // directory of sample events to replay; empty replays nothing
+	LogLevel            slog.Level
+	Getenv              func(string) string // the ingest configuration's environment
+	Out                 io.Writer           // progress and results
+	DDBLog              *os.File            // DynamoDB Local's output; nil discards it
+	OnServing           func(url string)    // called once the API is listening (for tests)
+	OnKinesis           func(Kinesis)       // called once the stream is polled (for tests)
+}
+
+// Serve runs Run in the background and returns once the API is
+// listening: its URL, and stop, which ends the run and returns how it
+// ended. When the run ends before the API listens, Serve returns its error.
+func Serve(ctx context.Context, o Options) (url string, stop func() error, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	serving := make(chan string, 1)
+	then := o.OnServing
+	o.OnServing = func(u string) {
+		if then != nil {
+			then(u)
+		}
+		serving <- u
+	}
+	go func() { done <- Run(ctx, o) }()
+	select {
+	case url = <-serving:
+		return url, func() error { cancel(); return <-done }, nil
+	case err = <-done:
+		cancel()
+		if err == nil {
+			err = errors.New("the local server ended before it listened")
+		}
+		return "", nil, err
+	}
+}
+
+// Run starts everything, replays the samples, prints what was stored and
+// serves until ctx is done; then it stops DynamoDB Local.
+func Run(ctx context.Context, o Options) error {
+	out := o.Out
+	endpoint := o.Endpoint
+	if endpoint == "" {
+		fmt.Fprintln(out, "starting DynamoDB Local ...")
+		srv, err := ddblocal.Start(ctx, ddblocal.Options{Port: o.DDBPort, DBDir: o.DBDir, Log: o.DDBLog})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			srv.Close()
+			fmt.Fprintln(out, "stopped DynamoDB Local")
+		}()
+		endpoint = srv.Endpoint
+	}
+	fmt.Fprintf(out, "DynamoDB Local at %s\n", endpoint)
+
+	getenv := func(k string) string {
+		if k == ingest.EnvTable {
+			return o.Table
+		}
+		return o.Getenv(k)
+	}
+	cfg, err := ingest.ConfigFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	client := ddbclient.Static(endpoint, cfg.WriteConcurrency)
+	if err := schema.Create(ctx, client, o.Table); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "table %s ready (GSI %s, TTL on %q)\n", o.Table, schema.GSIName, schema.TTL)
+
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: o.LogLevel}))
+	h := ingest.New(cfg, client, ingest.Options{Logger: log})
+	qcfg, err := query.ConfigFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "cursor key: %s\n", qcfg.CursorKeyOrigin())
+	qh := query.New(qcfg, client, query.Options{Logger: log})
+	mux := httpapi.NewMux()
+	mux.Handle("POST "+ingest.Route, h.HTTP)
+	mux.Handle("GET "+query.EventsRoute, qh.HTTP)
+	mux.Handle("GET "+query.QuarantineRoute, qh.HTTP)
+	mux.Handle("GET "+query.CountsRoute, qh.HTTP)
+	mux.Handle("GET "+query.SourcesRoute, qh.HTTP)
+	fb, stopS3, err := startS3(ctx, out, o.S3Port, o.DBDir)
+	if err != nil {
+		return err
+	}
+	defer stopS3()
+	if err := startCounter(ctx, out, client, endpoint, o.Table, cfg.Retention, fb, log); err != nil {
+		return err
+	}
+	archiveDir, err := startArchive(ctx, out, client, endpoint, o.Table, o.DBDir, fb, log)
+	if err != nil {
+		return err
+	}
+	if o.Stream == "" {
+		o.Stream = o.Table
+	}
+	kin, stopKinesis, err := startKinesis(ctx, out, o, h, fb, log)
+	if err != nil {
+		return err
+	}
+	defer stopKinesis()
+	if o.OnKinesis != nil {
+		o.OnKinesis(kin)
+	}
+
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (choose another with -addr): %w", o.Addr, err)
+	}
+	base := "http://" + ln.Addr().String()
+	httpSrv := &http.Server{Handler: withDocument(explorer.With(mux)), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	defer httpSrv.Close()
+	fmt.Fprintf(out, "serving POST %s%s and GET %s, %s, %s and %s on %s\n", base, ingest.Route,
+		query.EventsRoute, query.QuarantineRoute, query.CountsRoute, query.SourcesRoute, base)
+	fmt.Fprintf(out, "the API's OpenAPI document: %s%s\n", base, openapi.Path)
+
+	if o.Samples != "" {
+		if err := replay(ctx, out, h, base, o.Samples); err != nil {
+			return err
+		}
+		stored, err := printStored(ctx, out, client, o.Table)
+		if err != nil {
+			return err
+		}
+		if err := sampleQuery(ctx, out, base, o.Samples); err != nil {
+			return err
+		}
+		if err := dashboards(ctx, out, base, stored); err != nil {
+			return err
+		}
+		if err := archived(ctx, out, archiveDir, stored); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "\nsend your own events, then read them back:\n  curl -si -X POST %s%s -H 'content-type: application/json' \\\n"+
+		"    -d '{\"id\":\"1\",\"source\":\"my-service\",\"type\":\"com.example.hello\",\"data\":{\"hello\":\"world\"}}'\n"+
+		"  curl -s '%s%s?source=my-service&consistent=true'\n  curl -s '%s%s'\n"+
+		"  curl -s '%s%s?source=my-service&interval=1m'\n  curl -s '%s%s'\n",
+		base, ingest.Route, base, query.EventsRoute, base, query.QuarantineRoute, base, query.CountsRoute, base, query.SourcesRoute)
+	fmt.Fprintf(out, "or put them on the local Kinesis stream (any credentials will do):\n"+
+		"  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local aws kinesis put-record --endpoint-url %s --region %s \\\n"+
+		"    --stream-name %s --partition-key k --cli-binary-format raw-in-base64-out \\\n"+
+		"    --data '{\"id\":\"2\",\"source\":\"my-service\",\"type\":\"com.example.hello\"}'\n",
+		kin.Endpoint, kinesislocal.Region, kin.Stream)
+	fmt.Fprintf(out, "batches the local mappings give up on land, records included, in the local S3 bucket %s; process them again with:\n"+
+		"  EVENTS_TABLE=%s AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \\\n"+
+		"  AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_S3=%s \\\n"+
+		"    ./bin/shardline redrive --bucket %s --ingest-mapping %s --counter-mapping %s --archive-mapping %s \\\n"+
+		"      --archive-dir %s --dry-run\n",
+		FailedBucket, o.Table, kinesislocal.Region, endpoint, fb.endpoint, FailedBucket, LocalIngestMapping, LocalCounterMapping, LocalArchiveMapping, archiveDir)
+	fmt.Fprintf(out, "\nopen the explorer, a page over the API, at %s/\n", base)
+	fmt.Fprintln(out, "serving until Ctrl-C")
+	if o.OnServing != nil {
+		o.OnServing(base)
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out, "\nshutting down")
+		return nil
+	case err := <-serveErr:
+		return fmt.Errorf("API server: %w", err)
+	}
+}
+
+// withDocument serves the API's OpenAPI document at openapi.Path beside
+// the API's routes.
+func withDocument(api http.Handler) http.Handler {
+	doc := openapi.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == openapi.Path {
+			doc.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// replay sends the samples in dir through the handlers, moved in time so that
+// the newest is a little in the past.
+func replay(ctx context.Context, out io.Writer, h *ingest.Handler, base, dir string) error {
+	shift := time.Since(SampleNow).Truncate(time.Second)
+	fmt.Fprintf(out, "\nreplaying the samples in %s, their times moved by %v so that they end now\n", dir, shift.Round(time.Minute))
+
+	raw, err := os.ReadFile(filepath.Join(dir, "kinesis-batch.json"))
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	kev, err := shiftKinesis(raw, shift)
+	if err != nil {
+		return err
+	}
+	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	kresp, err := h.Kinesis(kctx, kev)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("replay Kinesis batch: %w", err)
+	}
+	fmt.Fprintf(out, "  kinesis-batch.json: %d records, %d reported for retry\n", len(kev.Records), len(kresp.BatchItemFailures))
+
+	raw, err = os.ReadFile(filepath.Join(dir, "api-ingest-v2.json"))
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	v2, err := shiftHTTP(raw, shift)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+ingest.Route, strings.NewReader(v2.Body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", v2.Headers["content-type"])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("replay API request: %w", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Fprintf(out, "  api-ingest-v2.json: POST %s -> %d %s\n", ingest.Route, resp.StatusCode, bytes.TrimSpace(body))
+
+	raw, err = os.ReadFile(filepath.Join(dir, "rest-ingest-v1.json"))
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	v1, err := shiftREST(raw, shift)
+	if err != nil {
+		return err
+	}
+	v1resp, err := h.REST(ctx, v1)
+	if err != nil {
+		return fmt.Errorf("replay REST request: %w", err)
+	}
+	fmt.Fprintf(out, "  rest-ingest-v1.json: %d %s\n", v1resp.StatusCode, v1resp.Body)
+	return nil
+}
+
+// sampleQuery runs the sample query in dir against the server and prints
+// the page it got.
+func sampleQuery(ctx context.Context, out io.Writer, base, dir string) error {
+	raw, err := os.ReadFile(filepath.Join(dir, "api-query-v2.json"))
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	var req events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return fmt.Errorf("sample query: %w", err)
+	}
+	u := base + req.RawPath + "?" + shiftQuery(req.RawQueryString, time.Since(SampleNow).Truncate(time.Second))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		return fmt.Errorf("sample query: %w", err)
+	}
+	defer resp.Body.Close()
+	var page query.EventsResponse
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("sample query: %d %v", resp.StatusCode, err)
+	}
+	fmt.Fprintf(out, "\nGET %s\n  -> %d events, plan %s (%s), %d requests, %.1f RCU\n",
+		strings.TrimPrefix(u, base), len(page.Events), page.Plan.Path, page.Plan.Reason, page.Plan.Requests, page.Plan.ConsumedRCU)
+	for _, e := range page.Events {
+		fmt.Fprintf(out, "     %s\n", e)
+	}
+	if page.NextCursor != "" {
+		fmt.Fprintf(out, "  next page: add &cursor=%s\n", page.NextCursor)
+	}
+	return nil
+}
+
+// printStored lists what the table holds: events by source, day and shard,
+// and the quarantine.
+func printStored(ctx context.Context, out io.Writer, client *dynamodb.Client, table string) (int, error) {
+	var evs, quar [][]string
+	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("scan %s: %w", table, err)
+		}
+		for _, it := range page.Items {
+			pkS, skS := str(it[schema.PK]), str(it[schema.SK])
+			pk, err := bucketing.ParsePK(pkS)
+			if err != nil {
+				continue // shard records
+			}
+			t, id, err := bucketing.ParseSortKey(skS)
+			if err != nil {
+				continue
+			}
+			if pk.Space == bucketing.Events {
+				evs = append(evs, []string{pk.Source, pk.Day, fmt.Sprint(pk.Shard), t.Format(time.RFC3339Nano), id, str(it[schema.Type])})
+			} else {
+				quar = append(quar, []string{t.Format(time.RFC3339Nano), truncate(str(it[schema.Reason]), 70)})
+			}
+		}
+	}
+	sort.Slice(evs, func(i, j int) bool { return strings.Join(evs[i][:5], "\x00") < strings.Join(evs[j][:5], "\x00") })
+	sort.Slice(quar, func(i, j int) bool { return quar[i][0] < quar[j][0] })
+	fmt.Fprintf(out, "\nstored %d events:\n", len(evs))
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SOURCE\tDAY\tSHARD\tTIME\tID\tTYPE")
+	for _, r := range evs {
+		fmt.Fprintf(tw, "  %s\n", strings.Join(r, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "\nquarantined %d records:\n", len(quar))
+	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  RECEIVED\tREASON")
+	for _, r := range quar {
+		fmt.Fprintf(tw, "  %s\n", strings.Join(r, "\t"))
+	}
+	return len(evs), tw.Flush()
+}
+
+func str(v types.AttributeValue) string {
+	if s, ok := v.(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "..."
+	}
+	return s
+}
