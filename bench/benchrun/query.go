@@ -89,12 +89,32 @@ func loadQueryData(ctx context.Context, client *dynamodb.Client, table string, n
 			if pack(); len(ev.Records) == 0 {
 				return nil
 			}
-			resp, err := h.Kinesis(ctx, ev)
-			if err != nil || len(resp.BatchItemFailures) > 0 {
-				return fmt.Errorf("load %s: %v, %d failures", s.name, err, len(resp.BatchItemFailures))
+			// As Lambda does: deliver again from the first record
+			// reported, a few times (DynamoDB Local slows down after the
+			// cost model's load, and a batch may run out of its budget).
+			for attempt := 1; ; attempt++ {
+				resp, err := h.Kinesis(ctx, ev)
+				if err != nil {
+					return fmt.Errorf("load %s: %w", s.name, err)
+				}
+				if len(resp.BatchItemFailures) == 0 {
+					ev.Records = nil
+					return nil
+				}
+				if attempt == 5 {
+					return fmt.Errorf("load %s: %d records still failed after %d deliveries (the handler's warnings above say why)",
+						s.name, len(resp.BatchItemFailures), attempt)
+				}
+				first := len(ev.Records)
+				for _, f := range resp.BatchItemFailures {
+					for i, r := range ev.Records {
+						if r.Kinesis.SequenceNumber == f.ItemIdentifier {
+							first = min(first, i)
+						}
+					}
+				}
+				ev.Records = ev.Records[first:]
 			}
-			ev.Records = nil
-			return nil
 		}
 		for i := n - 1; i >= 0; i-- { // oldest first
 			at := now.Add(-time.Duration(i+1) * 7 * 24 * time.Hour / time.Duration(n))
