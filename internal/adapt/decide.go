@@ -1,0 +1,121 @@
+package adapt
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// Decision is a raise the policy asks for.
+type Decision struct {
+	// To is the counts to raise to; Cover the counts that carry the
+	// demand at the ceiling. A step that already has Cover makes the
+	// raise needless: another writer raised first, or a pending raise
+	// covers what this writer measured.
+	To, Cover Counts
+	Reason    string
+	// Demand is the most the writers measured the source to ask of an
+	// index, extrapolated when it rises: what the raise is sized for.
+	Demand float64
+}
+
+// ForDemand is the raise source needs that asks demand of its indexes at
+// now, the sum of its writers' Measure (throttled: this writer measured it
+// throttled, for the reason logged): each index whose keys the demand
+// is over rises to carry it at the target utilisation, unless the last
+// step carries it at the ceiling. When the sum rose clearly (TrendRise)
+// over each of the last two windows it was read in (a ramp, not a step),
+// the rise is continued to when a raise decided now would start: a sum of
+// every writer's measure is steady enough to extrapolate, where one
+// writer's throttled view is not. A step still pending for an index must
+// be outgrown twice over: the demand was measured under the counts it
+// replaces, and a raise that covers it is on its way. writers is how many
+// writers' measures were summed, for the log.
+func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, demand shardmap.Rates, writers int, throttled bool) (Decision, bool) {
+	reason := "rate"
+	if throttled {
+		reason = "throttled"
+	}
+	if ahead, ok := p.rising(source, now, cur, demand); ok {
+		demand, reason = ahead, reason+", rising"
+	}
+	d := Decision{Demand: max(demand.Table, demand.GSI)}
+	d.To = last
+	raise := func(keys, pending int, rate float64) (to, cover int) {
+		if rate <= float64(keys)*p.keyWCU() {
+			return 0, 0
+		}
+		cover = p.atCeiling(rate)
+		if pending > keys && cover <= 2*pending {
+			return 0, 0
+		}
+		return p.clamp(p.need(rate)), cover
+	}
+	if to, cover := raise(cur.Shards, last.Shards, demand.Table); cover > last.Shards {
+		d.To.Shards, d.Cover.Shards = max(to, last.Shards+1), cover
+	}
+	if to, cover := raise(cur.GSIShards, last.GSIShards, demand.GSI); cover > last.GSIShards {
+		d.To.GSIShards, d.Cover.GSIShards = max(to, last.GSIShards+1), cover
+	}
+	d.To = Counts{min(max(d.To.Shards, last.Shards), max(p.max(), last.Shards)), min(max(d.To.GSIShards, last.GSIShards), max(p.max(), last.GSIShards))}
+	if d.To == last {
+		return Decision{}, false
+	}
+	d.Reason = fmt.Sprintf("%s: %d writers measure %.0f WCU/s base, %.0f WCU/s GSI under %d/%d shards",
+		reason, writers, demand.Table, demand.GSI, cur.Shards, cur.GSIShards)
+	return d, true
+}
+
+// rising remembers demand as source's at now, a window or more after the
+// sum it remembers, and when the last three sums rose by TrendRise or more
+// each (a ramp, not a step), returns demand continued linearly to the
+// horizon, at most MaxGrowth times.
+func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardmap.Rates) (shardmap.Rates, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sums == nil || len(p.sums) > 1<<16 {
+		p.sums = map[string][2]summed{}
+	}
+	prev, ok := p.sums[source]
+	dt := now.Sub(prev[1].at)
+	if ok && dt < p.window() && prev[1].under == cur {
+		return demand, false // too soon to tell a rise: keep the older sums
+	}
+	p.sums[source] = [2]summed{prev[1], {now, cur, demand}}
+	// Sums read under other counts measured other keys: a rise across a
+	// raise is the backlog the raise let through.
+	if !ok || prev[0].at.IsZero() || now.Sub(prev[0].at) > 4*p.window() || prev[0].under != cur || prev[1].under != cur {
+		return demand, false
+	}
+	horizon := p.Horizon
+	if horizon <= 0 {
+		horizon = DefaultHorizon
+	}
+	ahead := func(d0, d1, d2 float64) float64 {
+		if d0 <= 0 || d1 < TrendRise*d0 || d2 < TrendRise*d1 {
+			return d2
+		}
+		return min(MaxGrowth*d2, d2+(d2-d1)/dt.Seconds()*horizon.Seconds())
+	}
+	out := shardmap.Rates{Table: ahead(prev[0].demand.Table, prev[1].demand.Table, demand.Table),
+		GSI: ahead(prev[0].demand.GSI, prev[1].demand.GSI, demand.GSI)}
+	return out, out != demand
+}
+
+func (p *Policy) need(rate float64) int {
+	n := math.Ceil(rate / (p.keyWCU() * bucketing.TargetUtilisation))
+	return int(max(1, min(n, bucketing.MaxShards)))
+}
+
+// atCeiling is the keys that take rate write units a second at their
+// ceiling.
+func (p *Policy) atCeiling(rate float64) int {
+	n := math.Ceil(rate / p.keyWCU())
+	return int(max(1, min(n, bucketing.MaxShards)))
+}
+
+// clamp bounds a count by Max.
+func (p *Policy) clamp(n int) int { return min(n, p.max()) }

@@ -1,0 +1,184 @@
+package adapt
+
+import (
+	"time"
+
+	"github.com/shardline/shardline/internal/shardmap"
+)
+
+// Measured is what one writer measured a source to ask of each index.
+type Measured struct {
+	shardmap.Rates
+	// Throttled says the writer could not keep up: DynamoDB throttled the
+	// source, or the writer fell behind its events (paced on throttled
+	// keys). Else it kept up.
+	Throttled bool
+}
+
+// Measure is the write units a second this writer sees source ask of each
+// index, for the caller to add up with what the other writers measured
+// (shardmap.Demand). For items delivered in arrival order it is the rate
+// they arrived at, by their own times, whether the writer keeps up, falls
+// behind or drains a backlog; for items sent as they arrive (API
+// requests), which have no backlog to read, it is the rate their keys took
+// times the share left unstored. A writer that keeps up with a source
+// under ReportShare of its keys measures nothing: such a source is not
+// worth a report. ok is false then, when the window is not yet full or
+// does not show the arrival yet, or when the source was measured less than
+// half a window ago: a writer reports at most twice a window.
+func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, ok bool) {
+	v, ok := p.view(source, now, cur)
+	if !ok || v.secs < float64(p.slots()) {
+		return m, false
+	}
+	over := p.over(v.seen, v.sum)
+	m.Throttled = over >= MinOver || v.sum.Throttled >= p.or(p.MinThrottled, DefaultMinThrottled) && float64(v.sum.Throttled) >= ThrottleShare*float64(v.sum.Items)
+	arrived, inOrder := p.arrival(v.seen, p.slots()/2)
+	switch {
+	case inOrder:
+		m.Table = arrived
+	case v.sum.Latest.IsZero() || m.Throttled:
+		m.Table = over * v.sum.WCU / v.secs // asked: stored, times the share unstored
+	default:
+		return m, false
+	}
+	m.GSI = m.Table
+	if v.sum.WCU > 0 {
+		m.GSI = m.Table * v.sum.GSIWCU / v.sum.WCU
+	}
+	if !m.Throttled && m.Table < ReportShare*float64(cur.Shards)*p.keyWCU() && m.GSI < ReportShare*float64(cur.GSIShards)*p.keyWCU() {
+		return m, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.src[source]
+	if w == nil || now.Sub(w.reported) < p.window()/2 {
+		return m, false
+	}
+	w.reported = now
+	return m, true
+}
+
+// arrival is, for items delivered in arrival order, the write units a
+// second of event time that arrived: what the writer got through past the
+// first slot with a Latest (Fresh), over the event time it got through.
+// ok is false without such items over span seconds.
+func (p *Policy) arrival(seen []slot, span int) (rate float64, ok bool) {
+	first := -1
+	var fresh float64
+	var got time.Time // how far it got: a slot that stored only old events moves nothing
+	for i, sl := range seen {
+		if sl.Latest.IsZero() {
+			continue
+		}
+		if first < 0 {
+			first, got = i, sl.Latest
+			continue
+		}
+		fresh += sl.Fresh
+		if sl.sec-seen[first].sec >= int64(span) {
+			ok = true
+		}
+		if sl.Latest.After(got) {
+			got = sl.Latest
+		}
+	}
+	if first < 0 {
+		return 0, false
+	}
+	secs := got.Sub(seen[first].Latest).Seconds()
+	if secs <= 0 {
+		return 0, false
+	}
+	return fresh / secs, ok
+}
+
+// Latest is how far this writer got through source's events delivered in
+// arrival order: the newest Latest of its window, or zero.
+func (p *Policy) Latest(source string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var t time.Time
+	if w := p.src[source]; w != nil {
+		for _, sl := range w.slots {
+			if sl.Latest.After(t) {
+				t = sl.Latest
+			}
+		}
+	}
+	return t
+}
+
+// view is a window read for a decision: its sum, and how long it spans.
+type view struct {
+	sum Sample
+	// slots with samples, oldest first, for the event-time progress
+	seen []slot
+	secs float64
+}
+
+// view reads source's window under cur as of now; ok is false when it
+// holds too little to decide on.
+func (p *Policy) view(source string, now time.Time, cur Counts) (v view, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.src[source]
+	if w == nil || w.under != cur {
+		return v, false
+	}
+	oldest := now.Unix() - int64(len(w.slots)) + 1
+	for _, sl := range w.slots {
+		if sl.sec < oldest || sl.sec > now.Unix() {
+			continue
+		}
+		v.sum.add(sl.Sample)
+		v.seen = append(v.seen, sl)
+	}
+	if v.sum.Items < p.or(p.MinItems, DefaultMinItems) {
+		return v, false
+	}
+	for i := 1; i < len(v.seen); i++ {
+		for j := i; j > 0 && v.seen[j].sec < v.seen[j-1].sec; j-- {
+			v.seen[j], v.seen[j-1] = v.seen[j-1], v.seen[j]
+		}
+	}
+	// The window's length, or the time since the first sample under these
+	// counts if that is shorter, and at least a second.
+	v.secs = max(1, min(p.window().Seconds(), now.Sub(w.start).Seconds()+1))
+	return v, true
+}
+
+// over is how many times faster than it is stored a source's traffic
+// arrives, from the slots of a window (oldest first) and their sum. For
+// items delivered in arrival order it is the wall time the window spans
+// over the event time the writer got through in it: a writer that stores
+// a second of events every three seconds is asked three times what its
+// keys take. For items sent as they arrive, it is the items asked for over
+// those stored. At least 1/MaxOver, at most MaxOver.
+func (p *Policy) over(seen []slot, sum Sample) float64 {
+	var first, last *slot
+	for i := range seen {
+		if seen[i].Latest.IsZero() {
+			continue
+		}
+		if first == nil {
+			first = &seen[i]
+		}
+		last = &seen[i]
+	}
+	bound := func(x float64) float64 { return min(MaxOver, max(1.0/MaxOver, x)) }
+	if first != nil && last.sec-first.sec >= int64(p.slots()/2) {
+		got := last.Latest.Sub(first.Latest).Seconds()
+		if got <= 0 {
+			return MaxOver
+		}
+		return bound(float64(last.sec-first.sec) / got)
+	}
+	if sum.Stored == 0 {
+		return MaxOver
+	}
+	return bound(float64(sum.Items) / float64(sum.Stored))
+}
+
+// need is the keys that take rate write units a second at the target
+// utilisation, as bucketing.ShardsFor plans them.
