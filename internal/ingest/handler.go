@@ -50,6 +50,7 @@ type Handler struct {
 	demand   *shardmap.Demand
 	writerID string       // this container, in its demand reports
 	forgot   atomic.Int64 // Unix second the policy last forgot idle sources
+	again    redeliveries // Kinesis records stored after a failed one
 	// apiBudget bounds the work of an API request (deadline.API).
 	apiBudget time.Duration
 }
@@ -170,6 +171,7 @@ func (h *Handler) report(ctx context.Context, kind string, accepted, rejected, f
 		slog.Int("rejected", rejected),
 		slog.Int("failed", failed),
 		slog.Int("retried", st.retried),
+		slog.Int("already_stored", st.again),
 		slog.Int("requests", st.requests),
 		slog.Float64("wcu", st.wcu),
 		slog.Duration("duration", h.now().Sub(start)),

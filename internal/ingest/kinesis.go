@@ -30,13 +30,34 @@ import (
 // events was not stored, since they share its sequence number. Records that
 // are not valid events are quarantined and not listed: they are stored, and
 // sending them again would not help.
+//
+// Lambda delivers a failed record again with every record after it; the
+// records this container stored after it are not written again
+// (redeliveries).
 func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 	start := h.now()
 	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()
-	units := h.kinesisUnits(ev.Records, h.now())
+	recs := ev.Records
+	known, again := h.again.known(recs, start)
+	var orig []int // recs[i] is ev.Records[orig[i]] when some are known
+	if again > 0 {
+		recs = make([]events.KinesisEventRecord, 0, len(ev.Records)-again)
+		orig = make([]int, 0, len(ev.Records)-again)
+		for i := range ev.Records {
+			if !known[i] {
+				recs = append(recs, ev.Records[i])
+				orig = append(orig, i)
+			}
+		}
+	}
+	units := h.kinesisUnits(recs, h.now())
 	outcomes, st := h.store(ctx, units, true)
-	failedRec := make([]bool, len(ev.Records))
+	st.again = again
+	done := make([]bool, len(ev.Records))
+	for i := range done {
+		done[i] = true
+	}
 	var accepted, rejected, failed int
 	for n, u := range units {
 		switch outcomes[n] {
@@ -46,14 +67,21 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 			rejected++
 		default:
 			failed++
-			failedRec[u.group] = true
+			if orig != nil {
+				done[orig[u.group]] = false
+			} else {
+				done[u.group] = false
+			}
 		}
 	}
 	resp := events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}
-	for i, f := range failedRec {
-		if f {
+	for i, ok := range done {
+		if !ok {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: ev.Records[i].Kinesis.SequenceNumber})
 		}
+	}
+	if failed > 0 || again > 0 {
+		h.again.remember(ev.Records, done, h.now())
 	}
 	h.report(ctx, "kinesis", accepted, rejected, failed, st, start)
 	return resp, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestKinesisStoresAllAndRetryLeavesSameItems: 1,000 events over several
@@ -291,6 +293,80 @@ func TestTransientFailuresReportedBySequence(t *testing.T) {
 	}
 	if n := len(e.itemsIn(t, "E#")); n != 60 {
 		t.Fatalf("%d events after the retry, want 60", n)
+	}
+}
+
+// TestRedeliveryWritesOnlyWhatFailed: Lambda delivers a shard again from
+// its first failed record, with the records after it that were stored. The
+// warm container does not write those again: on a throttled key that
+// capacity is what the backlog needs.
+func TestRedeliveryWritesOnlyWhatFailed(t *testing.T) {
+	e := newEnv(t, true, nil)
+	var sent atomic.Int64 // event items sent to DynamoDB
+	count := func(hold faultproxy.Hold) faultproxy.Rule {
+		return func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+			return nil, func(it map[string]json.RawMessage) bool {
+				if faultproxy.PKHasPrefix("E#")(it) {
+					sent.Add(1)
+				}
+				return hold != nil && hold(it)
+			}
+		}
+	}
+	e.proxy.SetRule(count(faultproxy.PKHasPrefix("E#flaky#")))
+	var payloads [][]byte
+	for i := range 30 {
+		src := "steady"
+		if i == 10 {
+			src = "flaky"
+		}
+		payloads = append(payloads, eventJSON(src, fmt.Sprintf("e-%d", i), fixtureNow.Add(-time.Minute)))
+	}
+	batch := kinesisBatch(payloads...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := e.h.Kinesis(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := failedSeqs(resp); len(got) != 1 || !got[batch.Records[10].Kinesis.SequenceNumber] {
+		t.Fatalf("failures %v, want record 10's alone", got)
+	}
+
+	// Lambda's next batch of the shard starts at the failed record.
+	e.proxy.SetRule(count(nil))
+	sent.Store(0)
+	again := events.KinesisEvent{Records: batch.Records[10:]}
+	resp, err = e.h.Kinesis(context.Background(), again)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("redelivery: %v, %v", err, resp.BatchItemFailures)
+	}
+	if n := sent.Load(); n != 1 {
+		t.Errorf("the redelivery sent %d event items, want 1: the failed record's", n)
+	}
+	if n := len(e.itemsIn(t, "E#")); n != 30 {
+		t.Fatalf("%d events stored, want 30", n)
+	}
+
+	// A container that has not seen the shard writes them all again,
+	// harmlessly; and a batch without failure leaves nothing to remember.
+	sent.Store(0)
+	cold := New(e.cfg, testddb.Client(t, e.via), Options{Now: func() time.Time { return fixtureNow }})
+	if resp, err := cold.Kinesis(context.Background(), again); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("cold redelivery: %v, %v", err, resp.BatchItemFailures)
+	}
+	if n := sent.Load(); n != 20 {
+		t.Errorf("a cold container sent %d event items, want 20", n)
+	}
+	if n := len(e.itemsIn(t, "E#")); n != 30 {
+		t.Fatalf("%d events stored after the cold redelivery, want 30", n)
+	}
+	sent.Store(0)
+	if resp, err := e.h.Kinesis(context.Background(), again); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("third delivery: %v, %v", err, resp.BatchItemFailures)
+	}
+	if n := sent.Load(); n != 20 {
+		t.Errorf("after a batch without failure the warm container sent %d event items, want 20: it must not trust an old memory", n)
 	}
 }
 

@@ -47,6 +47,7 @@ type storeStats struct {
 	retried  int
 	wcu      float64
 	firstErr error
+	again    int // Kinesis records known stored in an earlier batch, not written again
 }
 
 // store writes units: events under their keys, rejected records in the
