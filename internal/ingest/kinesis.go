@@ -38,20 +38,13 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 	start := h.now()
 	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()
-	recs := ev.Records
-	known, again := h.again.known(recs, start)
-	var orig []int // recs[i] is ev.Records[orig[i]] when some are known
+	units := h.kinesisUnits(ev.Records, h.now())
+	known, again := h.again.known(ev.Records, start)
 	if again > 0 {
-		recs = make([]events.KinesisEventRecord, 0, len(ev.Records)-again)
-		orig = make([]int, 0, len(ev.Records)-again)
-		for i := range ev.Records {
-			if !known[i] {
-				recs = append(recs, ev.Records[i])
-				orig = append(orig, i)
-			}
+		for n := range units {
+			units[n].known = known[units[n].group]
 		}
 	}
-	units := h.kinesisUnits(recs, h.now())
 	outcomes, st := h.store(ctx, units, true)
 	st.again = again
 	done := make([]bool, len(ev.Records))
@@ -60,18 +53,15 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 	}
 	var accepted, rejected, failed int
 	for n, u := range units {
-		switch outcomes[n] {
-		case stored:
+		switch {
+		case u.known:
+		case outcomes[n] == stored:
 			accepted++
-		case quarantined:
+		case outcomes[n] == quarantined:
 			rejected++
 		default:
 			failed++
-			if orig != nil {
-				done[orig[u.group]] = false
-			} else {
-				done[u.group] = false
-			}
+			done[u.group] = false
 		}
 	}
 	resp := events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}

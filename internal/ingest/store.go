@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/internal/writer"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -24,6 +25,10 @@ type unit struct {
 	group    int
 	origin   item.Origin // where it came from, should it need quarantining
 	received time.Time   // when it was received, likewise
+	// known: an earlier invocation stored it (redeliveries). It is not
+	// written again, but adaptive sharding still sees it, as it sees
+	// every record of the batch.
+	known bool
 }
 
 // rejectedUnit is the unit of a record that cannot be ingested.
@@ -73,7 +78,7 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 		if inOrder {
 			write = h.writer.WriteInOrder
 		}
-		res := write(ctx, items)
+		res := writeUnknown(ctx, write, units, idx, items)
 		if pass == 0 {
 			h.observe(units, idx, items, res, inOrder)
 		}
@@ -111,6 +116,35 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 		todo = again
 	}
 	return out, st
+}
+
+// writeUnknown writes the items of units that are not known to be stored
+// and answers for all of them: a known unit's item is Stored, at no cost.
+func writeUnknown(ctx context.Context, write func(context.Context, []item.Item) writer.Result, units []unit, idx []int, items []item.Item) writer.Result {
+	var send []int // positions in items of what to write
+	for n, u := range idx {
+		if !units[u].known {
+			send = append(send, n)
+		}
+	}
+	if len(send) == len(items) {
+		return write(ctx, items)
+	}
+	part := make([]item.Item, len(send))
+	for i, n := range send {
+		part[i] = items[n]
+	}
+	r := write(ctx, part)
+	all := writer.Result{Status: make([]writer.Status, len(items)), Err: make([]error, len(items)),
+		Throttled: make([]bool, len(items)), Blame: make([]pace.Blame, len(items)),
+		Requests: r.Requests, Retried: r.Retried, Sent: r.Sent, Refused: r.Refused, WCU: r.WCU}
+	for n := range all.Status {
+		all.Status[n] = writer.Stored
+	}
+	for i, n := range send {
+		all.Status[n], all.Err[n], all.Throttled[n], all.Blame[n] = r.Status[i], r.Err[i], r.Throttled[i], r.Blame[i]
+	}
+	return all
 }
 
 // schedKey is a (stream, day) whose shard schedule a batch needs. The day
