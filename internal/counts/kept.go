@@ -9,7 +9,7 @@ import "maps"
 // GET /v1/counts answers them in its "other" series. The cap is what keeps
 // an item under DynamoDB's 400 KB whatever a producer puts in `type`: 100
 // types of 256 bytes, each with a counter in every minute, and the
-// watermarks of 144 stream shards make about 35 KB (docs/counts.md,
+// watermarks of 144 stream shards make about 45 KB (docs/counts.md,
 // "Overflow").
 const MaxTypesPerItem = 100
 
