@@ -156,7 +156,7 @@ func (r *CountsReport) check() []Target {
 	if len(h.Rows) > 2 {
 		out = append(out, Target{Target: fmt.Sprintf("a %d events/s source never makes a counter item hot", h.Rate),
 			Limit: fmt.Sprintf("< %.0f WCU/s on the counter's partition key", limitPartitionWCU),
-			Measured: fmt.Sprintf("at most %.0f WCU/s at the hour's end on its %d stream shards, %.0f on %d; the limit would take %d",
+			Measured: fmt.Sprintf("at most %.0f WCU/s at an item's end on its %d stream shards, %.0f on %d; the limit would take %d",
 				h.Rows[1].WCUPerSecond, h.Rows[1].StreamShards, h.Rows[2].WCUPerSecond, h.Rows[2].StreamShards, h.BreakEvenShards),
 			Met: h.Rows[2].WCUPerSecond < limitPartitionWCU})
 	}

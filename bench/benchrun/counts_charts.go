@@ -15,6 +15,7 @@ import (
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // CountsChartRow prices one chart of GET /v1/counts.
@@ -69,7 +70,8 @@ func earlier(a, b time.Time) time.Time {
 // measureCharts writes o.Days of the busy source's counter items through
 // the real counter, and asks the real query handler for a day's chart at
 // 1 minute and a month's at 1 hour, grouped by type, at end: a dashboard's
-// "now" in mid-hour, so that a day's chart reads 25 hour items. It also
+// "now" in mid-hour, so that a day's chart reads the items of 24 and a half
+// hours. It also
 // returns the month chart's requests had every hour run at o.Rate.
 func measureCharts(ctx context.Context, client *dynamodb.Client, o CountsOptions, end time.Time) ([]CountsChartRow, int, error) {
 	if err := schema.Create(ctx, client, countsChartsTable); err != nil {
@@ -107,8 +109,9 @@ func measureCharts(ctx context.Context, client *dynamodb.Client, o CountsOptions
 // stream shards making their records at once. Only the items matter
 // here, not how the mapping would cut the invocations, so each holds the
 // most records one may (10,000), and stream shard k carries the k-th
-// quarter of every hour: each item gets a watermark per shard, and a
-// quiet hour's item takes one update per shard rather than three.
+// quarter of every counter item's ten minutes: each item gets a watermark
+// per shard, and a quiet item takes one update per shard rather than
+// three.
 func loadCounters(ctx context.Context, client *dynamodb.Client, o CountsOptions, segs []segment) error {
 	l := &loader{c: &counts.Counter{Client: client, Table: countsChartsTable, Retention: counts.DefaultRetentionDays * 24 * time.Hour},
 		types: eventTypes(o.Types), segs: segs, shards: ingest.DefaultShards}
@@ -141,10 +144,10 @@ type loader struct {
 func (l *loader) shard(ctx context.Context, k int) error {
 	sim := newSimSource(busySource, l.types, uint64(100+k))
 	id := fmt.Sprintf("charts-%d", k)
-	part := time.Hour / time.Duration(l.shards)
+	part := bucketing.CounterSlice / time.Duration(l.shards)
 	recs := make([]events.DynamoDBEventRecord, 0, stackMapping.MaxRecords)
 	for _, sg := range l.segs {
-		for h := sg.from.Truncate(time.Hour); h.Before(sg.to); h = h.Add(time.Hour) {
+		for h := sg.from.Truncate(bucketing.CounterSlice); h.Before(sg.to); h = h.Add(bucketing.CounterSlice) {
 			lo, hi := later(sg.from, h.Add(time.Duration(k)*part)), earlier(sg.to, h.Add(time.Duration(k+1)*part))
 			for i := int((lo.Sub(sg.from) + sg.step - 1) / sg.step); ; i++ {
 				at := sg.from.Add(time.Duration(i) * sg.step)

@@ -20,8 +20,8 @@ import (
 )
 
 // CountsHeat is the heat of a hot source's current counter item: the
-// item's size measured after a simulated busy hour, and a model of how
-// often the mapping updates it.
+// item's size measured after a simulated busy ten minutes, and a model of
+// how often the mapping updates it.
 type CountsHeat struct {
 	Rate             int       `json:"events_per_second"`
 	SimulatedShards  int       `json:"simulated_stream_shards"`
@@ -52,9 +52,10 @@ type HeatRow struct {
 // heatShards is how many stream shards the simulated hour spreads over.
 const heatShards = 100
 
-// measureHeat builds the counter item of a hot source's busiest hour
+// measureHeat builds the counter items of a hot source's busiest hour
 // through the real counter (every minute and type counted, one watermark
-// per stream shard), measures it, and models its updates.
+// per stream shard), measures the first (every item of the hour is alike:
+// ten minutes of every type), and models its updates.
 func measureHeat(ctx context.Context, client *dynamodb.Client, o CountsOptions, recordBytes int, hour time.Time) (CountsHeat, error) {
 	h := CountsHeat{Rate: o.HotRate, SimulatedShards: heatShards, RecordBytes: recordBytes}
 	if err := schema.Create(ctx, client, countsHeatTable); err != nil {
@@ -65,10 +66,10 @@ func measureHeat(ctx context.Context, client *dynamodb.Client, o CountsOptions, 
 	}
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(countsHeatTable), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
 		schema.PK: &types.AttributeValueMemberS{Value: bucketing.CounterPK(hotSource)},
-		schema.SK: &types.AttributeValueMemberS{Value: bucketing.Hour(hour)},
+		schema.SK: &types.AttributeValueMemberS{Value: bucketing.CounterSK(hour)},
 	}})
 	if err != nil {
-		return h, fmt.Errorf("read the hot hour's counter item: %w", err)
+		return h, fmt.Errorf("read the hot hour's first counter item: %w", err)
 	}
 	h.measure(out.Item, o)
 	h.model()
@@ -121,16 +122,18 @@ func (h *CountsHeat) measure(counter map[string]types.AttributeValue, o CountsOp
 	h.WatermarkBytes = markBytes / max(1, marks)
 }
 
-// model bounds the current hour item's updates for a few stream shard
+// model bounds the current item's updates for a few stream shard
 // counts: ceil(R/1000), the fewest partitions R one-KB writes a second fit
 // in; the shards `shardline advise` gives for R, whose keys lie on at most
 // as many partitions (a stream has one shard per partition); twice that,
 // the realistic worst (two days' keys around midnight, or every key split
-// for heat once); four times, a stress case. Each stream shard is invoked at most once per batching window,
-// once more per tumbling window's end, and once per full invocation
-// (BatchLimit records); each invocation updates the hour item once (its
-// records span at most two minutes, 20 counters, under the 200 one update
-// carries). The item is the measured one with one watermark per shard.
+// for heat once); four times, a stress case. Each stream shard is invoked
+// at most once per batching window, once more per tumbling window's end,
+// and once per full invocation (BatchLimit records); each invocation
+// updates the current counter item once (its records span at most two
+// minutes, 20 counters, under the 200 one update carries), and the next
+// one too when it straddles the end of a ten-minute item (a 15 s window in
+// 600 s). The item is the measured one with one watermark per shard.
 func (h *CountsHeat) model() {
 	m := stackMapping
 	h.BatchLimit = min(m.MaxRecords, m.MaxBytes/max(1, h.RecordBytes))
@@ -160,7 +163,7 @@ func (h *CountsHeat) row(s int) HeatRow {
 	m := stackMapping
 	r := HeatRow{StreamShards: s, RecordsPerShard: float64(h.Rate) / float64(s)}
 	r.InvocationsPerShard = 1/m.Window.Seconds() + 1/m.Tumbling.Seconds() + r.RecordsPerShard/float64(h.BatchLimit)
-	r.UpdatesPerSecond = float64(s) * r.InvocationsPerShard
+	r.UpdatesPerSecond = float64(s) * r.InvocationsPerShard * (1 + m.Tumbling.Seconds()/bucketing.CounterSlice.Seconds())
 	r.ItemBytes = h.ItemBytesAtRate + (s-h.SimulatedShards)*h.WatermarkBytes
 	r.WCUPerUpdate = writeUnits(r.ItemBytes, r.ItemBytes)
 	r.WCUPerSecond = r.UpdatesPerSecond * float64(r.WCUPerUpdate)

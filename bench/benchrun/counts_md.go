@@ -26,7 +26,7 @@ func (r *CountsReport) writeSection(b *strings.Builder) {
 		"into DynamoDB Local (one Kinesis invocation per second of events), read back from the table's stream and filtered as the mapping's filter does "+
 		"(inserted events only). DynamoDB Local gives a table's stream %d shard; on AWS a stream has a shard per table partition, and the "+
 		"source's 4 write shards (4 partition keys) may lie on up to 4, so the records are also split by their write shard into 4 stream shards. "+
-		"The earlier minutes of the hour are simulated stream records of the same source and rate, so that the counter item is as large as it is late in a busy hour. "+
+		"The earlier minutes of the hour are simulated stream records of the same source and rate, so that the counter items are as large as they are in a busy hour. "+
 		"Every shard's records are cut into the invocations the stack's mapping makes of them: a batch closes 10 s after its first record "+
 		"(the batching window), at the end of each 15 s tumbling window, at 10,000 records or at 6 MB; the time of a record is its event's `time` "+
 		"(the bench writes minutes of events in seconds, so the stream's own timestamps do not show the rate). "+
@@ -45,8 +45,8 @@ func (r *CountsReport) writeSection(b *strings.Builder) {
 func (r *CountsReport) chartSection(b *strings.Builder) {
 	fmt.Fprintf(b, "\n### Charts: `GET /v1/counts` through the real query handler\n\n"+
 		"%d days of the busy source's counter items, written by the real counter from simulated stream records (4 stream shards, 10,000 records an invocation): "+
-		"the last 24.5 hours at %d events/s (random types), the %d days before at one event a minute of each type, so that every hour's item exists and holds every minute of every type "+
-		"(the worst case for the number of items; their counts are smaller, hence a byte or so shorter each, than at %[2]d events/s). \"Now\" is mid-hour, so a day's chart reads 25 items. "+
+		"the last 24.5 hours at %d events/s (random types), the %d days before at one event a minute of each type, so that every ten minutes' item exists and holds every minute of every type "+
+		"(the worst case for the number of items; their counts are smaller, hence a byte or so shorter each, than at %[2]d events/s). \"Now\" is mid-hour, so a day's chart reads the ten-minute items of 24.5 hours. "+
 		"`requests` and `RCU (DynamoDB Local)` are the answer's `plan`; `RCU (priced)` sums the item sizes of the same pages, rounds each up to 4 KB and halves it (eventually consistent reads). "+
 		"Every run checks the charts' totals against the events sent.\n\n",
 		r.Days, r.Rate, r.Days-1)
@@ -64,14 +64,15 @@ func (r *CountsReport) chartSection(b *strings.Builder) {
 func (r *CountsReport) heatSection(b *strings.Builder) {
 	h := r.Heat
 	fmt.Fprintf(b, "\n### Heat: a source at %d events/s\n\n"+
-		"All of a source's counter items share one partition key, `C#<source>`; only the current hour's item takes updates. "+
-		"Measured: the item of a busy hour, built by the real counter from %d stream shards each counting every minute of every type, "+
+		"All of a source's counter items share one partition key, `C#<source>`; only the current item (ten minutes) takes updates. "+
+		"Measured: an item of a busy hour, built by the real counter from %d stream shards each counting every minute of every type, "+
 		"holds %d counters, %d types and %d watermarks: %d bytes. At %d events/s a minute's count of a type has 6 significant digits "+
 		"(%d bytes, not the simulation's %d), which makes it %d bytes (a watermark is %d bytes).\n\n"+
 		"Model: a stream shard's records reach the counter in invocations that close at the 10 s batching window, at each 15 s tumbling window's end, "+
 		"or when full: %d records (10,000, or 6 MB of %d-byte records, as measured above). A shard carrying r records/s is invoked at most "+
-		"1/10 + 1/15 + r/%d times a second, and each invocation updates the current hour's item once (its records span at most two minutes, "+
-		"far under the 200 counters one update carries). Each update is billed at the item's full size, the hour's largest at its end.\n\n",
+		"1/10 + 1/15 + r/%d times a second, and each invocation updates the current item once (its records span at most two minutes, "+
+		"far under the 200 counters one update carries), and the next item too when it straddles an item's end (15 s in 600: 2.5 %% more updates). "+
+		"Each update is billed at the item's full size, the largest at its ten minutes' end.\n\n",
 		h.Rate, h.SimulatedShards, h.Counters, r.Types, h.SimulatedShards, h.ItemBytes, h.Rate, h.CountBytesAtRate, h.CountBytes, h.ItemBytesAtRate, h.WatermarkBytes,
 		h.BatchLimit, h.RecordBytes, h.BatchLimit)
 	b.WriteString("| why this many | stream shards carrying the source | records/s a shard | invocations/s a shard | updates/s on the item | item bytes | WCU an update | WCU/s on `C#<source>` |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -80,6 +81,7 @@ func (r *CountsReport) heatSection(b *strings.Builder) {
 			x.Basis, x.StreamShards, x.RecordsPerShard, x.InvocationsPerShard, x.UpdatesPerSecond, x.ItemBytes, x.WCUPerUpdate, x.WCUPerSecond)
 	}
 	fmt.Fprintf(b, "\nThe partition limit, 1,000 WCU/s, would take %d stream shards carrying this one source. "+
-		"The figures are bounds: an invocation closed by size also restarts the batching window, and they bill every update at the item's size at the hour's end; "+
-		"averaged over the hour the item is about half as large.\n", h.BreakEvenShards)
+		"The figures are bounds: an invocation closed by size also restarts the batching window, and they bill every update at the item's size at its end; "+
+		"averaged over its ten minutes the item's counters are about half as large. Before ten-minute items (one item an hour), the item at the hour's end "+
+		"was about six times the counters: 269 WCU/s at 72 stream shards, 481 at 144.\n", h.BreakEvenShards)
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // counterOverflowAlarm fires when the counter counts events without their
-// type: a source sent more than counts.MaxTypesPerHour types in an hour
+// type: a source sent more than counts.MaxTypesPerItem types in ten minutes
 // (docs/counts.md, "Overflow"). The counts stay exact; the chart by type
 // shows them as "other". The metric is the counter function's own, from
 // its log (Embedded Metric Format).
@@ -22,5 +22,5 @@ func (pl *Pipeline) counterOverflowAlarm(alarm func(id, what string, m awscloudw
 		Namespace: jsii.String(emf.Namespace), MetricName: jsii.String(counts.MetricOverflow), DimensionsMap: &dims,
 		Statistic: jsii.String("Sum"), Period: fiveMinutes(),
 	})
-	alarm("CounterOverflowAlarm", "A source sent more types in an hour than a counter item keeps: the rest are counted without their type", overflow, 0)
+	alarm("CounterOverflowAlarm", "A source sent more types in ten minutes than a counter item keeps: the rest are counted without their type", overflow, 0)
 }

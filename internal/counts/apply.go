@@ -32,7 +32,7 @@ type Counter struct {
 	Table       string
 	Retention   time.Duration // a counter item lives a day longer than its hour's events
 	Concurrency int           // counter items updated at once; default 16
-	MaxTypes    int           // types an hour item counts by name; default MaxTypesPerHour
+	MaxTypes    int           // types an item counts by name; default MaxTypesPerItem
 
 	// marks remembers the watermark this container last wrote per (item,
 	// shard), so that a batch delivered again skips, without a request,
@@ -45,7 +45,7 @@ type Counter struct {
 	known map[itemKey]kept
 }
 
-type markKey struct{ source, hour, sid string }
+type markKey struct{ source, slice, sid string }
 
 // maxMarks bounds the remembered watermarks; past it, the memory starts
 // again, and a retry falls back to the conditional path.
@@ -79,7 +79,7 @@ type Stats struct {
 	WCU       float64 // write capacity the updates consumed
 
 	// Overflowed is the events counted without their type, in the
-	// overflow counters of an item that keeps MaxTypesPerHour types
+	// overflow counters of an item that keeps MaxTypesPerItem types
 	// already, or after DynamoDB refused an update with types; by source
 	// in OverflowBySource.
 	Overflowed       int
@@ -159,20 +159,20 @@ func (c *Counter) Apply(ctx context.Context, shardID string, recs []events.Dynam
 // itemGroup is the records of one batch that go to one counter item, in
 // sequence order.
 type itemGroup struct {
-	source, hour string
-	recs         []record
+	source, slice string
+	recs          []record
 }
 
 func group(recs []record) []itemGroup {
 	idx := map[[2]string]int{}
 	var out []itemGroup
 	for _, r := range recs {
-		k := [2]string{r.source, bucketing.Hour(r.time)}
+		k := [2]string{r.source, bucketing.CounterSK(r.time)}
 		i, ok := idx[k]
 		if !ok {
 			i = len(out)
 			idx[k] = i
-			out = append(out, itemGroup{source: k[0], hour: k[1]})
+			out = append(out, itemGroup{source: k[0], slice: k[1]})
 		}
 		out[i].recs = append(out[i].recs, r)
 	}
@@ -203,7 +203,7 @@ const maxAttempts = 8
 // that is refused, the item's error is returned, after every other item of
 // the batch was counted.
 func (c *Counter) applyItem(ctx context.Context, sid string, g itemGroup) itemStats {
-	ik, mk := itemKey{g.source, g.hour}, markKey{g.source, g.hour, sid}
+	ik, mk := itemKey{g.source, g.slice}, markKey{g.source, g.slice, sid}
 	u := &updater{c: c, sid: sid, g: g, ids: map[string]string{}, kept: c.knownTypes(ik), recs: g.recs}
 	if m, ok := c.mark(mk); ok {
 		u.recs = above(u.recs, m)
@@ -289,7 +289,7 @@ func (u *updater) refresh(ctx context.Context) error {
 }
 
 func (u *updater) fail(err error) itemStats {
-	u.st.err = fmt.Errorf("counter %s %s: %w", u.g.source, u.g.hour, err)
+	u.st.err = fmt.Errorf("counter %s %s: %w", u.g.source, u.g.slice, err)
 	return u.st
 }
 
@@ -328,7 +328,7 @@ func (u *updater) typeID(t string) string {
 func (u *updater) key() map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		schema.PK: &types.AttributeValueMemberS{Value: bucketing.CounterPK(u.g.source)},
-		schema.SK: &types.AttributeValueMemberS{Value: u.g.hour},
+		schema.SK: &types.AttributeValueMemberS{Value: u.g.slice},
 	}
 }
 
@@ -407,7 +407,7 @@ func (u *updater) types(e *expr, c chunk) {
 }
 
 func (u *updater) expiry() time.Time {
-	h, _ := time.Parse(bucketing.HourLayout, u.g.hour)
+	h, _, _ := bucketing.CounterSliceTime(u.g.slice)
 	return h.Add(time.Hour + u.c.Retention + 24*time.Hour)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"sort"
@@ -14,11 +15,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/params"
+	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/testddb"
 )
@@ -311,5 +317,45 @@ func TestCountsMatchAReference(t *testing.T) {
 				e.check(t, s, fmt.Sprint(from.UnixMilli()), fmt.Sprint(from.Add(20*time.Hour).UnixMilli()))
 			}
 		})
+	}
+}
+
+// TestHourItemsOfEarlierReleasesAreRead: a release before ten-minute items
+// kept a whole hour in one item under the hour's key. Such items stay in the
+// table for the retention, beside the slices counted since: a chart reads
+// both, whatever its range's first minute.
+func TestHourItemsOfEarlierReleasesAreRead(t *testing.T) {
+	e := newEnv(t)
+	hour := now.Add(-2 * time.Hour) // 10:00
+	var evs []ev
+	for i := range 60 {
+		evs = append(evs, ev{"old", fmt.Sprint(i), fmt.Sprintf("k%d", i%4), hour.Add(time.Duration(i) * 97 * time.Second)})
+	}
+	e.send(t, e.ingest, e.add(evs...))
+	deliver(t, e.counter(t, testddb.Endpoint(t)), e.stream(t), 25)
+
+	// The first half hour as the earlier release kept it: one item, its
+	// minutes and types the same attributes, under the hour's key.
+	c := testddb.Client(t, testddb.Endpoint(t))
+	ctx := context.Background()
+	whole := map[string]types.AttributeValue{}
+	for m := 0; m < 30; m += 10 {
+		key := map[string]types.AttributeValue{
+			schema.PK: &types.AttributeValueMemberS{Value: bucketing.CounterPK("old")},
+			schema.SK: &types.AttributeValueMemberS{Value: bucketing.CounterSK(hour.Add(time.Duration(m) * time.Minute))},
+		}
+		out, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(e.table), Key: key, ReturnValues: types.ReturnValueAllOld})
+		if err != nil || out.Attributes == nil {
+			t.Fatalf("slice %s: %v", bucketing.CounterSK(hour.Add(time.Duration(m)*time.Minute)), err)
+		}
+		maps.Copy(whole, out.Attributes) // a counter's name holds its minute: the slices' counters are apart
+
+	}
+	whole[schema.SK] = &types.AttributeValueMemberS{Value: bucketing.Hour(hour)}
+	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.table), Item: whole}); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []time.Time{hour, hour.Add(20 * time.Minute), hour.Add(45 * time.Minute)} {
+		e.check(t, "old", from.Format(time.RFC3339), now.Format(time.RFC3339))
 	}
 }

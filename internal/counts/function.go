@@ -15,7 +15,7 @@ import (
 // Dimensions) that the stack alarms on.
 const (
 	// MetricOverflow is the events counted without their type because
-	// their hour's counter item keeps MaxTypesPerHour types already (or
+	// their counter item keeps MaxTypesPerItem types already (or
 	// DynamoDB refused an update with types): a producer with too many
 	// types, often an id in `type`.
 	MetricOverflow = "CounterOverflow"
@@ -84,7 +84,7 @@ func (f *Function) Invoke(ctx context.Context, ev events.DynamoDBTimeWindowEvent
 	f.Log.LogAttrs(ctx, level, "count", attrs...)
 	for source, n := range st.OverflowBySource {
 		f.Log.LogAttrs(ctx, slog.LevelWarn, "counted without type", slog.String("source", source), slog.Int("events", n),
-			slog.String("why", fmt.Sprintf("an hour of this source has more than %d types: the rest are counted in the overflow, "+
+			slog.String("why", fmt.Sprintf("ten minutes of this source have more than %d types: the rest are counted in the overflow, "+
 				"answered as the \"other\" series of GET /v1/counts; if its producer puts an id in `type`, move it to `subject` or `data`", f.Counter.maxTypes())))
 	}
 	if merr := f.Metrics.Put(time.Now(),

@@ -49,9 +49,9 @@ func notePK(shardID string) string { return notePrefix + shortID(shardID, shardI
 
 // pending is one counter item of a batch that was not brought up to it.
 type pending struct {
-	source, hour string
-	mark         *string // its watermark when the note was written; nil: none
-	unknown      bool    // the watermark could not be read
+	source, slice string
+	mark          *string // its watermark when the note was written; nil: none
+	unknown       bool    // the watermark could not be read
 }
 
 // NoteFailure writes the note of a failed invocation of shard shardID with
@@ -81,12 +81,12 @@ func (c *Counter) NoteFailure(ctx context.Context, shardID string, recs []events
 	out := make([]*pending, len(groups))
 	c.each(len(groups), func(i int) {
 		g := groups[i]
-		marks, err := c.readMarks(ctx, g.source, g.hour, sid)
+		marks, err := c.readMarks(ctx, g.source, g.slice, sid)
 		switch {
 		case err != nil:
-			out[i] = &pending{source: g.source, hour: g.hour, unknown: true}
+			out[i] = &pending{source: g.source, slice: g.slice, unknown: true}
 		case marks[sid] == nil || seqLess(*marks[sid], g.recs[len(g.recs)-1].seq):
-			out[i] = &pending{source: g.source, hour: g.hour, mark: marks[sid]}
+			out[i] = &pending{source: g.source, slice: g.slice, mark: marks[sid]}
 		}
 	})
 	return c.writeNote(ctx, shardID, first, end, out)
@@ -135,9 +135,9 @@ func (c *Counter) each(n int, f func(int)) {
 	wg.Wait()
 }
 
-// readMarks reads the watermarks sids of the counter item (source, hour),
+// readMarks reads the watermarks sids of the counter item (source, slice),
 // strongly consistent; a watermark the item does not have is nil.
-func (c *Counter) readMarks(ctx context.Context, source, hour string, sids ...string) (map[string]*string, error) {
+func (c *Counter) readMarks(ctx context.Context, source, slice string, sids ...string) (map[string]*string, error) {
 	e := newExpr()
 	var proj []string
 	for _, sid := range sids {
@@ -147,21 +147,21 @@ func (c *Counter) readMarks(ctx context.Context, source, hour string, sids ...st
 		TableName: aws.String(c.Table),
 		Key: map[string]types.AttributeValue{
 			schema.PK: &types.AttributeValueMemberS{Value: bucketing.CounterPK(source)},
-			schema.SK: &types.AttributeValueMemberS{Value: hour},
+			schema.SK: &types.AttributeValueMemberS{Value: slice},
 		},
 		ConsistentRead:           aws.Bool(true),
 		ProjectionExpression:     aws.String(joinComma(proj)),
 		ExpressionAttributeNames: e.names,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read counter %s %s: %w", source, hour, err)
+		return nil, fmt.Errorf("read counter %s %s: %w", source, slice, err)
 	}
 	marks := map[string]*string{}
 	for _, sid := range sids {
 		if n, ok := out.Item[markPrefix+sid].(*types.AttributeValueMemberN); ok {
 			s, err := canonicalSeq(n.Value)
 			if err != nil {
-				return nil, fmt.Errorf("counter %s %s watermark: %w", source, hour, err)
+				return nil, fmt.Errorf("counter %s %s watermark: %w", source, slice, err)
 			}
 			marks[sid] = &s
 		}
@@ -180,7 +180,7 @@ func (c *Counter) writeNote(ctx context.Context, shardID, first, end string, ite
 		}
 		m := map[string]types.AttributeValue{
 			"src": &types.AttributeValueMemberS{Value: p.source},
-			"hr":  &types.AttributeValueMemberS{Value: p.hour},
+			"hr":  &types.AttributeValueMemberS{Value: p.slice},
 		}
 		switch {
 		case p.unknown:
@@ -189,7 +189,7 @@ func (c *Counter) writeNote(ctx context.Context, shardID, first, end string, ite
 			m["w"] = &types.AttributeValueMemberN{Value: *p.mark}
 		}
 		list = append(list, &types.AttributeValueMemberM{Value: m})
-		if size += len(p.source) + len(p.hour) + 64; size > maxNoteBytes {
+		if size += len(p.source) + len(p.slice) + 64; size > maxNoteBytes {
 			return fmt.Errorf("the note of batch %s..%s of %s would pass %d bytes: not written", first, end, shardID, maxNoteBytes)
 		}
 	}
@@ -217,7 +217,7 @@ func (c *Counter) writeNote(ctx context.Context, shardID, first, end string, ite
 // note is a note read back.
 type note struct {
 	end   string
-	items map[[2]string]pending // by (source, hour)
+	items map[[2]string]pending // by (source, slice)
 }
 
 // readNote reads the note of shardID's batch that begins at first; nil
@@ -255,14 +255,14 @@ func (c *Counter) readNote(ctx context.Context, shardID, first string) (*note, e
 		if src == nil || hr == nil {
 			return nil, fmt.Errorf("the note of batch %s of %s is malformed", first, shardID)
 		}
-		p := pending{source: src.Value, hour: hr.Value}
+		p := pending{source: src.Value, slice: hr.Value}
 		if w, ok := m.Value["w"].(*types.AttributeValueMemberN); ok {
 			p.mark = &w.Value
 		}
 		if u, ok := m.Value["u"].(*types.AttributeValueMemberBOOL); ok && u.Value {
 			p.unknown = true
 		}
-		n.items[[2]string{p.source, p.hour}] = p
+		n.items[[2]string{p.source, p.slice}] = p
 	}
 	return n, nil
 }

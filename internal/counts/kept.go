@@ -2,15 +2,16 @@ package counts
 
 import "maps"
 
-// MaxTypesPerHour is the most types one counter item (one source's UTC
-// hour) counts by name. The events of any further type in that hour are
-// still counted, exactly and once, in the item's overflow counters, one per
-// minute, without their type; GET /v1/counts answers them in its "other"
-// series. The cap is what keeps an item under DynamoDB's 400 KB whatever a
-// producer puts in `type`: 100 types of 256 bytes, each with a counter in
-// every minute, and the watermarks of 144 stream shards make about 125 KB
-// (docs/counts.md, "Overflow").
-const MaxTypesPerHour = 100
+// MaxTypesPerItem is the most types one counter item (one source's
+// bucketing.CounterSlice, ten minutes) counts by name. The events of any
+// further type in those minutes are still counted, exactly and once, in the
+// item's overflow counters, one per minute, without their type;
+// GET /v1/counts answers them in its "other" series. The cap is what keeps
+// an item under DynamoDB's 400 KB whatever a producer puts in `type`: 100
+// types of 256 bytes, each with a counter in every minute, and the
+// watermarks of 144 stream shards make about 45 KB (docs/counts.md,
+// "Overflow").
+const MaxTypesPerItem = 100
 
 // kept is what a container knows of the types an item counts by name: ids
 // known to be in its kept set (the set only grows, so this is a subset of
@@ -27,7 +28,7 @@ func (k kept) clone() kept { return kept{ids: maps.Clone(k.ids), exact: k.exact}
 func (k kept) full(limit int) bool { return k.exact && len(k.ids) >= limit }
 
 // itemKey names a counter item.
-type itemKey struct{ source, hour string }
+type itemKey struct{ source, slice string }
 
 // maxKnown bounds the items whose kept types a container remembers; past
 // it the memory starts again, and an item near its cap is read again.
@@ -55,7 +56,7 @@ func (c *Counter) maxTypes() int {
 	if c.MaxTypes > 0 {
 		return c.MaxTypes
 	}
-	return MaxTypesPerHour
+	return MaxTypesPerItem
 }
 
 // Expression budget of one update: DynamoDB allows 4 KB of update
@@ -85,8 +86,8 @@ type chunk struct {
 // item keeps it, or when there is room to keep it; in the overflow only
 // when the item is known to be full without it (or will be, by this very
 // update, whose condition then holds the kept set to what was read). So a
-// type's events of one hour are either all counted by name or all in the
-// overflow.
+// type's events of one item (ten minutes) are either all counted by name or
+// all in the overflow.
 func (u *updater) plan(recs []record) chunk {
 	c := chunk{named: map[string]string{}}
 	limit := u.c.maxTypes()

@@ -35,7 +35,7 @@ func floodType(i int) string {
 }
 
 // TestCounterOverflow: one source sends 2,000 distinct 200-byte types in
-// one hour (about 440 KB of counters in one item, had it kept them all),
+// ten minutes (about 440 KB of counters in one item, had it kept them all),
 // interleaved on the same stream shard with two ordinary sources. Every
 // batch succeeds at its first delivery, as the mapping would deliver it:
 // no batch is retried, so nothing blocks the shard. The ordinary sources'
@@ -49,7 +49,7 @@ func TestCounterOverflow(t *testing.T) {
 	hour := now.Add(-time.Hour) // 11:00, a whole hour before now
 	var batch []ev
 	for i := range 2000 {
-		batch = append(batch, ev{"flood", fmt.Sprint(i), floodType(i), hour.Add(time.Duration(i) * 1790 * time.Millisecond)})
+		batch = append(batch, ev{"flood", fmt.Sprint(i), floodType(i), hour.Add(time.Duration(i) * 290 * time.Millisecond)})
 		if i%10 == 0 {
 			batch = append(batch, ev{fmt.Sprintf("calm-%d", i/10%2), fmt.Sprint(i), fmt.Sprintf("order.%d", i%3),
 				hour.Add(time.Duration(i) * 1790 * time.Millisecond).Add(-30 * time.Minute)})
@@ -69,7 +69,7 @@ func TestCounterOverflow(t *testing.T) {
 	for _, s := range []string{"calm-0", "calm-1"} {
 		e.check(t, s, from, to)
 	}
-	total := e.checkOverflow(t, "flood", from, to, counts.MaxTypesPerHour)
+	total := e.checkOverflow(t, "flood", from, to, counts.MaxTypesPerItem)
 	q := url.Values{"source": {"flood"}, "from": {from}, "to": {to}, "interval": {"1m"}, "group_by": {"type"}}
 	last := floodType(1999) // sent last: overflowed
 	q.Set("type", last)
@@ -81,16 +81,16 @@ func TestCounterOverflow(t *testing.T) {
 		t.Errorf("type=%.20s…: %d series; want its own (empty) and the overflow's", last, len(got))
 	}
 
-	if overflowed := metricSum(t, &metrics, counts.MetricOverflow); overflowed != 2000-counts.MaxTypesPerHour || total != 2000 {
-		t.Errorf("the metric %s says %d events overflowed; want %d of %d", counts.MetricOverflow, overflowed, 2000-counts.MaxTypesPerHour, total)
+	if overflowed := metricSum(t, &metrics, counts.MetricOverflow); overflowed != 2000-counts.MaxTypesPerItem || total != 2000 {
+		t.Errorf("the metric %s says %d events overflowed; want %d of %d", counts.MetricOverflow, overflowed, 2000-counts.MaxTypesPerItem, total)
 	}
 	if !strings.Contains(logs.String(), `"msg":"counted without type","source":"flood"`) {
 		t.Errorf("no log names the flooding source:\n%.2000s", logs.String())
 	}
-	size := itemBytes(t, e.table, "flood", bucketing.Hour(hour))
-	t.Logf("the flooding source's hour item: %d bytes", size)
+	size := itemBytes(t, e.table, "flood", bucketing.CounterSK(hour))
+	t.Logf("the flooding source's counter item: %d bytes", size)
 	if size > 64<<10 {
-		t.Errorf("the flooding source's hour item is %d bytes; 100 types of 200 bytes should take about 30 KB", size)
+		t.Errorf("the flooding source's counter item is %d bytes; 100 types of 200 bytes should take about 30 KB", size)
 	}
 
 	// The ordinary sources go on, and are counted at once.
@@ -116,7 +116,7 @@ func TestCounterOverflow(t *testing.T) {
 	if n, o := metricSum(t, &metrics, "Counted"), metricSum(t, &metrics, counts.MetricOverflow); n != 0 || o != 0 {
 		t.Errorf("redelivered, %d events counted again, %d of them overflowed", n, o)
 	}
-	e.checkOverflow(t, "flood", from, to, counts.MaxTypesPerHour)
+	e.checkOverflow(t, "flood", from, to, counts.MaxTypesPerItem)
 }
 
 // invokeOnce delivers every shard's records to f in batches of n, each
@@ -219,17 +219,17 @@ func metricSum(t *testing.T, out *bytes.Buffer, name string) int {
 }
 
 // itemBytes is the size of a counter item as DynamoDB counts it.
-func itemBytes(t *testing.T, table, source, hour string) int {
+func itemBytes(t *testing.T, table, source, sk string) int {
 	t.Helper()
 	out, err := testddb.Client(t, testddb.Endpoint(t)).GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(table),
 		Key: map[string]types.AttributeValue{
 			schema.PK: &types.AttributeValueMemberS{Value: bucketing.CounterPK(source)},
-			schema.SK: &types.AttributeValueMemberS{Value: hour},
+			schema.SK: &types.AttributeValueMemberS{Value: sk},
 		},
 	})
 	if err != nil || out.Item == nil {
-		t.Fatalf("counter item of %s %s: %v", source, hour, err)
+		t.Fatalf("counter item of %s %s: %v", source, sk, err)
 	}
 	return item.Bytes(out.Item)
 }
@@ -253,7 +253,7 @@ func TestCounterNeverRetriesARefusedUpdate(t *testing.T) {
 			e := newEnv(t)
 			var batch []ev
 			for i := range 40 {
-				batch = append(batch, ev{[]string{"good", "bad"}[i%2], fmt.Sprint(i), fmt.Sprintf("t%d", i%3), now.Add(-time.Duration(i+1) * time.Minute)})
+				batch = append(batch, ev{[]string{"good", "bad"}[i%2], fmt.Sprint(i), fmt.Sprintf("t%d", i%3), now.Add(-time.Duration(i+1) * 10 * time.Second)}) // one counter item
 			}
 			e.send(t, e.ingest, e.add(batch...))
 			p := faultproxy.For(t, testddb.Endpoint(t))
@@ -308,7 +308,7 @@ func (e *env) checkAll(t *testing.T, source, from, to string) {
 }
 
 // TestCounterCapUnderConcurrency: four containers, as four stream shards,
-// count one hour of 30 types at once under a cap of 7. The item ends with
+// count one counter item's ten minutes of 30 types at once under a cap of 7. The item ends with
 // exactly 7 types counted by name, each of them with all its events, and
 // the other 23 in the overflow: the cap's condition holds under concurrent
 // updates, and a type is never counted partly by name.
@@ -316,7 +316,7 @@ func TestCounterCapUnderConcurrency(t *testing.T) {
 	e := newEnv(t)
 	var batch []ev
 	for i := range 400 {
-		batch = append(batch, ev{"busy", fmt.Sprint(i), fmt.Sprintf("k%02d", i*7%30), now.Add(-time.Hour).Add(time.Duration(i) * 8 * time.Second)})
+		batch = append(batch, ev{"busy", fmt.Sprint(i), fmt.Sprintf("k%02d", i*7%30), now.Add(-time.Hour).Add(time.Duration(i) * 1400 * time.Millisecond)})
 	}
 	e.send(t, e.ingest, e.add(batch...))
 	var all []events.DynamoDBEventRecord

@@ -42,8 +42,8 @@ type Series struct {
 // Other says what the "other" series holds: the events of Types types that
 // the answer leaves out (the smallest, so that it has at most MaxSeries
 // series and fits Lambda's 6 MB), and, when Overflow is set, events the
-// counter counted without their type (more than MaxTypesPerHour types in
-// an hour of the range; docs/counts.md). With a `type` filter, such events
+// counter counted without their type (more than MaxTypesPerItem types in
+// ten minutes of the range; docs/counts.md). With a `type` filter, such events
 // may or may not be of that type.
 type Other struct {
 	Types    int  `json:"types"`
@@ -62,17 +62,19 @@ type Plan struct {
 	ConsumedRCU float64 `json:"consumed_rcu"`
 }
 
-// Query is the Query of the counter items r needs: the hours of its range
-// in the source's counter partition, with the capacity consumed.
+// Query is the Query of the counter items r needs: the ten-minute items
+// of its range (and the whole-hour items written before them) in the
+// source's counter partition, with the capacity consumed.
 func Query(table string, r Request) *dynamodb.QueryInput {
+	lo, hi := bucketing.CounterSKRange(r.From, r.To)
 	return &dynamodb.QueryInput{
 		TableName:                aws.String(table),
 		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
 		ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": &types.AttributeValueMemberS{Value: bucketing.CounterPK(r.Source)},
-			":lo": &types.AttributeValueMemberS{Value: bucketing.Hour(r.From)},
-			":hi": &types.AttributeValueMemberS{Value: bucketing.Hour(r.To.Add(-time.Nanosecond))},
+			":lo": &types.AttributeValueMemberS{Value: lo},
+			":hi": &types.AttributeValueMemberS{Value: hi},
 		},
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
@@ -110,9 +112,9 @@ func (r Request) add(t tally, it map[string]types.AttributeValue) error {
 	if sk == nil {
 		return fmt.Errorf("counter item without a sort key")
 	}
-	hour, err := time.Parse(bucketing.HourLayout, sk.Value)
+	hour, _, err := bucketing.CounterSliceTime(sk.Value)
 	if err != nil {
-		return fmt.Errorf("counter item %q: %w", sk.Value, err)
+		return fmt.Errorf("counter item: %w", err)
 	}
 	for name, v := range it {
 		var (

@@ -1,8 +1,9 @@
 // Package counts keeps exact event counts per source, UTC minute and type,
 // for GET /v1/counts. A function on the table's stream adds each newly
-// inserted event to the counter item of its (source, hour) — exactly once,
-// however often the stream delivers it — and a reader sums counter items
-// into the buckets a chart asks for. docs/counts.md gives the argument.
+// inserted event to the counter item of its source and ten minutes —
+// exactly once, however often the stream delivers it — and a reader sums
+// counter items into the buckets a chart asks for. docs/counts.md gives
+// the argument.
 package counts
 
 import (
@@ -110,6 +111,6 @@ const (
 	countPrefix    = "c" // c<mm><type id>: events of that type in minute mm
 	typePrefix     = "t" // t<type id>: the type the id stands for
 	markPrefix     = "w" // w<shard id>: the last sequence number of that shard counted here
-	overflowPrefix = "o" // o<mm>: events of minute mm whose type the item does not keep (see MaxTypesPerHour)
+	overflowPrefix = "o" // o<mm>: events of minute mm whose type the item does not keep (see MaxTypesPerItem)
 	keptAttr       = "k" // the string set of the ids of the types the item counts by name
 )

@@ -23,7 +23,7 @@ type RedriveStats struct {
 // items' watermarks past it. Nothing was counted for them.
 type AmbiguousError struct {
 	Shard string
-	Items []string // "source hour"
+	Items []string // "source slice", the item's sort key
 }
 
 func (e *AmbiguousError) Error() string {
@@ -78,7 +78,7 @@ func (c *Counter) Redrive(ctx context.Context, shardID string, recs []events.Dyn
 	)
 	c.each(len(groups), func(i int) {
 		g := groups[i]
-		marks, err := c.readMarks(ctx, g.source, g.hour, sid, rsid)
+		marks, err := c.readMarks(ctx, g.source, g.slice, sid, rsid)
 		if err != nil {
 			errs[i] = err
 			return
@@ -86,7 +86,7 @@ func (c *Counter) Redrive(ctx context.Context, shardID string, recs []events.Dyn
 		recs, ok := decide(g, n, marks[sid], marks[rsid], end)
 		if !ok {
 			mu.Lock()
-			ambiguous = append(ambiguous, g.source+" "+g.hour)
+			ambiguous = append(ambiguous, g.source+" "+g.slice)
 			mu.Unlock()
 			return
 		}
@@ -132,7 +132,7 @@ func decide(g itemGroup, n *note, live, redriven *string, end string) (missing [
 		return above(g.recs, *redriven), true
 	}
 	if n != nil {
-		p, listed := n.items[[2]string{g.source, g.hour}]
+		p, listed := n.items[[2]string{g.source, g.slice}]
 		switch {
 		case !listed:
 			return nil, true // brought up to the batch by its attempts

@@ -25,8 +25,8 @@ type givenUp struct {
 	fn          *counts.Function
 }
 
-// giveUp stores 20 events of sources a and b in one hour, then 20 more of
-// each, and invokes the counter function with the first 40 stream records
+// giveUp stores 20 events of sources a and b in one counter item (ten
+// minutes), then 20 more of each, and invokes the counter function with the first 40 stream records
 // while every update of b's counters fails: three attempts, as Lambda
 // retries, each failing after a's counter was updated. noteFails makes the
 // notes of the failures fail too.
@@ -37,8 +37,8 @@ func giveUp(t *testing.T, noteFails bool) *givenUp {
 	var early, late []ev
 	for i := range 20 {
 		for _, s := range []string{"a", "b"} {
-			early = append(early, ev{s, fmt.Sprintf("%s%d", s, i), "t", hour.Add(time.Duration(i) * time.Minute)})
-			late = append(late, ev{s, fmt.Sprintf("%s%d", s, 20+i), "t", hour.Add(time.Duration(20+i) * time.Minute)})
+			early = append(early, ev{s, fmt.Sprintf("%s%d", s, i), "t", hour.Add(time.Duration(i) * 10 * time.Second)})
+			late = append(late, ev{s, fmt.Sprintf("%s%d", s, 20+i), "t", hour.Add(time.Duration(20+i) * 10 * time.Second)})
 		}
 	}
 	e.send(t, e.ingest, e.add(early...))

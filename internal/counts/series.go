@@ -13,8 +13,8 @@ import (
 const (
 	// MaxSeries is the most series of types an answer lists; the rest,
 	// the types with fewest events, are summed in the "other" series.
-	// A chart of more is unreadable, and an hour's counter item keeps at
-	// most MaxTypesPerHour types anyway.
+	// A chart of more is unreadable, and a counter item keeps at most
+	// MaxTypesPerItem types anyway.
 	MaxSeries = 100
 	// MaxSeriesBytes bounds what the series add to the Lambda response
 	// payload (6 MB, 6,291,456 bytes, counted as the payload carries them:

@@ -365,6 +365,40 @@ func TestAppendMatchesString(t *testing.T) {
 	}
 }
 
+func TestCounterSlices(t *testing.T) {
+	at := time.Date(2026, 11, 22, 11, 19, 59, 999_999_999, time.UTC)
+	if got := CounterSK(at); got != "2026-11-22T11:10" {
+		t.Errorf("CounterSK(%v) = %q, want 2026-11-22T11:10", at, got)
+	}
+	if got := CounterSK(at.Add(time.Nanosecond)); got != "2026-11-22T11:20" {
+		t.Errorf("CounterSK(11:20) = %q", got)
+	}
+	// An hour's own key (items from before slices) and its slices sort
+	// inside the range; the next hour's do not.
+	lo, hi := CounterSKRange(time.Date(2026, 11, 22, 11, 30, 0, 0, time.UTC), time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC))
+	for _, sk := range []string{"2026-11-22T11", "2026-11-22T11:00", "2026-11-22T11:50", "2026-11-22T12", "2026-11-22T12:50"} {
+		if sk < lo || sk > hi {
+			t.Errorf("%q outside [%q, %q]", sk, lo, hi)
+		}
+	}
+	for _, sk := range []string{"2026-11-22T10:50", "2026-11-22T13", "2026-11-22T13:00"} {
+		if sk >= lo && sk <= hi {
+			t.Errorf("%q inside [%q, %q]", sk, lo, hi)
+		}
+	}
+	for sk, want := range map[string]string{"2026-11-22T11": "11:00", "2026-11-22T11:40": "11:40"} {
+		hour, start, err := CounterSliceTime(sk)
+		if err != nil || hour.Format("15:04") != "11:00" || start.Format("15:04") != want {
+			t.Errorf("CounterSliceTime(%q) = %v, %v, %v; want 11:00, %s", sk, hour, start, err, want)
+		}
+	}
+	for _, bad := range []string{"", "2026-11-22", "2026-11-22T11:", "2026-11-22T11:5", "2026-11-22T11:15", "2026-11-22T11:60", "2026-11-22T11:1x"} {
+		if _, _, err := CounterSliceTime(bad); err == nil {
+			t.Errorf("CounterSliceTime(%q) accepted", bad)
+		}
+	}
+}
+
 func TestCounterAndCatalogKeys(t *testing.T) {
 	for _, src := range []string{"a", "a#b", "a%23b", "%", "#", "ü/x y"} {
 		pk := CounterPK(src)
