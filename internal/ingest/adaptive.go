@@ -63,11 +63,11 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 	var lastKey sourceKey // the previous unit's, whose entry is lastSeen: units mostly share a key
 	var lastSeen *seen
 	for n, u := range idx {
-		e := units[u].event
-		if e == nil || dayNumber(e.Time) != today {
+		stream, at := units[u].placed()
+		if dayNumber(at) != today {
 			continue
 		}
-		sk := sourceKey{source: e.Source}
+		sk := sourceKey{source: stream.Source}
 		if inOrder {
 			sk.shard = units[u].origin.ShardID
 		}
@@ -76,10 +76,10 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 			s = sources[sk]
 		}
 		if s == nil {
-			key := policyKey(e.Source, units[u], inOrder)
+			key := policyKey(stream.Source, units[u], inOrder)
 			// The batch's items were built from this schedule a moment
 			// ago: the registry answers from its cache.
-			sched, ok := h.registry.Known(bucketing.Stream{Space: bucketing.Events, Source: e.Source}, day)
+			sched, ok := h.registry.Known(stream, day)
 			if !ok {
 				continue
 			}
@@ -87,15 +87,15 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 			sources[sk] = s
 		}
 		lastKey, lastSeen = sk, s
-		if s.sched.At(e.Time).Shards != s.cur.Shards {
+		if s.sched.At(at).Shards != s.cur.Shards {
 			continue // its GSI count is the one in effect; its table count is not
 		}
 		s.sample.Items++
 		ahead := inOrder && u < resume // stored where the shard resumes past it
 		if res.Status[n] == writer.Stored {
 			s.sample.Stored++
-			if ahead && e.Time.After(s.sample.Latest) {
-				s.sample.Latest = e.Time
+			if ahead && at.After(s.sample.Latest) {
+				s.sample.Latest = at
 			}
 		}
 		if res.Throttled[n] {
@@ -106,8 +106,10 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 		}
 		w := float64(itemWCU(items[n]))
 		s.sample.WCU += w
-		s.sample.GSIWCU += w
-		if ahead && e.Time.After(s.got) {
+		if units[u].event != nil {
+			s.sample.GSIWCU += w // a rejected record has no GSI copy
+		}
+		if ahead && at.After(s.got) {
 			s.sample.Fresh += w
 		}
 	}
@@ -146,28 +148,33 @@ func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 	now := h.now()
 	today := dayNumber(now)
 	day := now.UTC().Format(bucketing.DayLayout)
-	done := map[string]bool{}
+	done := map[bucketing.Stream]bool{}
 	for _, u := range units {
-		e := u.event
-		if e == nil || done[e.Source] || dayNumber(e.Time) != today {
+		stream, at := u.placed()
+		if done[stream] || dayNumber(at) != today {
 			continue
 		}
-		done[e.Source] = true
-		stream := bucketing.Stream{Space: bucketing.Events, Source: e.Source}
+		done[stream] = true
 		sched, ok := h.registry.Known(stream, day)
 		if !ok {
 			continue
 		}
 		cur, last := adapt.Of(shardmap.InEffect(sched, dayStart(now), now, now)), adapt.Of(sched.Last())
-		d, ok := h.decide(ctx, stream, day, policyKey(e.Source, u, inOrder), now, cur, last)
+		d, ok := h.decide(ctx, stream, day, policyKey(stream.Source, u, inOrder), now, cur, last)
 		if !ok {
 			continue
+		}
+		if stream.Space == bucketing.Quarantine {
+			d.To.GSIShards, d.Cover.GSIShards = last.GSIShards, 0 // it has no GSI copy
+			if d.To.Shards <= last.Shards {
+				continue
+			}
 		}
 		next, raised, err := h.registry.RaiseUnlessCovered(ctx, stream, day,
 			bucketing.Step{Shards: d.To.Shards, GSIShards: d.To.GSIShards},
 			bucketing.Step{Shards: d.Cover.Shards, GSIShards: d.Cover.GSIShards})
 		if err != nil {
-			h.log.Warn("adaptive sharding: raise", slog.String("event_source", e.Source), slog.String("error", err.Error()))
+			h.log.Warn("adaptive sharding: raise", streamAttr(stream), slog.String("error", err.Error()))
 			continue
 		}
 		if !raised {
@@ -175,7 +182,7 @@ func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 		}
 		step := next.Last()
 		h.log.Info("shards raised",
-			slog.String("event_source", e.Source),
+			streamAttr(stream),
 			slog.String("day", day),
 			slog.Int("shards_from", last.Shards), slog.Int("shards_to", step.Shards),
 			slog.Int("gsi_shards_from", last.GSIShards), slog.Int("gsi_shards_to", step.GSIShards),
@@ -211,16 +218,34 @@ func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key strin
 	}
 	sum, err := h.demand.Report(ctx, s, day, writerID, own.Rates, now)
 	if err != nil {
-		h.log.Warn("adaptive sharding: report demand", slog.String("event_source", s.Source), slog.String("error", err.Error()))
+		h.log.Warn("adaptive sharding: report demand", streamAttr(s), slog.String("error", err.Error()))
 		return adapt.Decision{}, false
 	}
-	h.log.Debug("adaptive sharding: demand reported", slog.String("event_source", s.Source),
+	h.log.Debug("adaptive sharding: demand reported", streamAttr(s),
 		slog.Float64("wcu", own.Table), slog.Float64("gsi_wcu", own.GSI), slog.Bool("throttled", own.Throttled),
 		slog.Float64("sum_wcu", sum.Table), slog.Float64("sum_gsi_wcu", sum.GSI), slog.Int("writers", sum.Writers))
 	if !sum.Again {
 		return adapt.Decision{}, false
 	}
 	return h.policy.ForDemand(s.Source, now, cur, last, sum.Rates, sum.Writers, own.Throttled)
+}
+
+// placed is the stream a unit is written to and the time that places it
+// in its schedule: an event's source and time, or the quarantine and when
+// the rejected record was received.
+func (u *unit) placed() (bucketing.Stream, time.Time) {
+	if u.event != nil {
+		return bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, u.event.Time
+	}
+	return bucketing.Stream{Space: bucketing.Quarantine}, u.rejected.ReceivedAt
+}
+
+// streamAttr names a stream in a log line: its source, or the quarantine.
+func streamAttr(s bucketing.Stream) slog.Attr {
+	if s.Space == bucketing.Quarantine {
+		return slog.Bool("quarantine", true)
+	}
+	return slog.String("event_source", s.Source)
 }
 
 // itemWCU is what writing it costs (item.WriteUnits). The GSI copy of an

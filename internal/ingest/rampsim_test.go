@@ -55,8 +55,9 @@ type shardQueue struct {
 	name    string
 	h       *Handler
 	records []rampEvent
-	next    int // sequence number of records[0]
-	pad     int // bytes of data each event carries beside its id
+	next    int  // sequence number of records[0]
+	pad     int  // bytes of data each event carries beside its id
+	reject  bool // records that are not events (no type): all quarantined
 }
 
 // deliver invokes the handler once with the queue's head, drops what it
@@ -106,6 +107,10 @@ func (q *shardQueue) deliver(t *testing.T, source string, batch int, timeout tim
 
 // event is the record data of e: eventJSON, with q.pad bytes of data.
 func (q *shardQueue) event(source string, e rampEvent) []byte {
+	if q.reject {
+		b, _ := json.Marshal(map[string]any{"specversion": "1.0", "id": e.id, "source": source, "note": "no type"})
+		return b
+	}
 	if q.pad == 0 {
 		return eventJSON(source, e.id, e.at)
 	}

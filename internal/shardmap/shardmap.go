@@ -45,6 +45,22 @@ const CacheFor = time.Minute
 // Lead is how far after now a new step starts.
 const Lead = cloudevent.MaxFuture + 2*CacheFor
 
+// QuarantineLead is how far after now a new step of the quarantine's
+// schedule starts. A rejected record is placed by when it was received,
+// which is never ahead of now: once every writer has re-read the record
+// (CacheFor), none can place a record received after the step without
+// knowing it, so a retry lands on the same item. Twice CacheFor leaves a
+// margin for the rounding to a minute and for clocks.
+const QuarantineLead = 2 * CacheFor
+
+// leadOf is how far after now a new step of s starts.
+func leadOf(s bucketing.Stream) time.Duration {
+	if s.Space == bucketing.Quarantine {
+		return QuarantineLead
+	}
+	return Lead
+}
+
 // gsiSooner is how much sooner than its base-table counts a step's GSI
 // count applies: a step's GSI count applies CacheFor after the step was
 // recorded instead of Lead after (see InEffect).
@@ -204,7 +220,7 @@ func (r *Registry) Raise(ctx context.Context, s bucketing.Stream, day string, n,
 }
 
 // RaiseUnlessCovered appends to the schedule of stream on day a step, from
-// Lead after now, with at least to's counts, unless its last step (pending
+// Lead after now (QuarantineLead for the quarantine), with at least to's counts, unless its last step (pending
 // or in effect) already has cover's counts, or the step would start after
 // the day. cover is what the demand that asked for the raise needs at the
 // ceiling, to what it asks with headroom: several writers that measured the
@@ -229,7 +245,7 @@ func (r *Registry) RaiseUnlessCovered(ctx context.Context, s bucketing.Stream, d
 		}
 		var next bucketing.Schedule
 		if last := rec.sched.Last(); last.Shards < cover.Shards || last.GSIShards < cover.GSIShards {
-			next = extend(rec.sched, day, to, now)
+			next = extend(rec.sched, day, to, now.Add(leadOf(s)))
 		}
 		if next == nil {
 			r.remember(key, rec, now)
@@ -253,7 +269,7 @@ func (r *Registry) RaiseUnlessCovered(ctx context.Context, s bucketing.Stream, d
 // update is the record to store in place of rec, and whether it differs
 // from rec. first is the day's first step, if rec is still to be created.
 func (r *Registry) update(rec record, day string, first bucketing.Step, now time.Time) (record, bool) {
-	sched := extend(rec.sched, day, first, now)
+	sched := extend(rec.sched, day, first, now.Add(Lead))
 	expires := r.keepUntil(rec, day)
 	if sched == nil && expires == rec.expires {
 		return rec, false
@@ -287,9 +303,9 @@ func (r *Registry) keepUntil(rec record, day string) int64 {
 }
 
 // extend returns the schedule to store, or nil when sched is fine as it is:
-// want's counts from Lead after now, or want itself from minute 0 when
-// there is no schedule yet.
-func extend(sched bucketing.Schedule, day string, want bucketing.Step, now time.Time) bucketing.Schedule {
+// want's counts from the minute after at (Lead after now, or the stream's
+// lead), or want itself from minute 0 when there is no schedule yet.
+func extend(sched bucketing.Schedule, day string, want bucketing.Step, at time.Time) bucketing.Schedule {
 	if sched == nil {
 		want.From = 0
 		return bucketing.Schedule{want}
@@ -299,7 +315,7 @@ func extend(sched bucketing.Schedule, day string, want bucketing.Step, now time.
 	if wantN <= last.Shards && wantG <= last.GSIShards {
 		return nil
 	}
-	from := now.Add(Lead).Truncate(time.Minute).Add(time.Minute).UTC()
+	from := at.Truncate(time.Minute).Add(time.Minute).UTC()
 	if bucketing.Day(from) != day {
 		// The day is over, or has not begun, by the time the step would
 		// start: a past day keeps its counts, and a future day gets the

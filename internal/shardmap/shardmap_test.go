@@ -233,6 +233,32 @@ func TestRaisingRetentionKeepsTheShardRecord(t *testing.T) {
 	}
 }
 
+// TestQuarantineRaiseTakesEffectSooner: a rejected record is placed by
+// when it was received, never ahead of now, so a step of the quarantine
+// waits out only the writers' cache (QuarantineLead), where an event
+// stream's waits out the events dated ahead too (Lead).
+func TestQuarantineRaiseTakesEffectSooner(t *testing.T) {
+	ctx := context.Background()
+	table := testddb.Table(t)
+	day := "2026-11-22"
+	c := &clock{time.Date(2026, 11, 22, 10, 0, 10, 0, time.UTC)}
+	r := registry(t, table, c, 4, 1)
+	q := bucketing.Stream{Space: bucketing.Quarantine}
+	s, raised, err := r.Raise(ctx, q, day, 6, 1)
+	if err != nil || !raised {
+		t.Fatalf("Raise: %v %v", raised, err)
+	}
+	// 10:00:10 + 2m = 10:02:10, rounded up to 10:03.
+	want := bucketing.Schedule{{From: 0, Shards: 2, GSIShards: 1}, {From: 10*60 + 3, Shards: 6, GSIShards: 1}}
+	if !slices.Equal(s, want) {
+		t.Fatalf("quarantine schedule %+v, want %+v", s, want)
+	}
+	s, _, err = r.Raise(ctx, bucketing.Stream{Space: bucketing.Events, Source: "src"}, day, 6, 1)
+	if err != nil || s.Last().From != 10*60+8 {
+		t.Fatalf("an event stream's raise: %+v, %v; want it from 10:08", s, err)
+	}
+}
+
 func TestRaiseAppendsThenRaisesThePendingStepInPlace(t *testing.T) {
 	ctx := context.Background()
 	table := testddb.Table(t)
@@ -334,7 +360,7 @@ func TestGSICountsApplyACacheAfterTheRaise(t *testing.T) {
 	// writer uses it within two minutes.
 	base := bucketing.Schedule{{From: 0, Shards: 4, GSIShards: 1}}
 	for w := at(10, 0); w.Before(at(11, 0)); w = w.Add(time.Second) {
-		s := extend(base, "2026-11-22", bucketing.Step{Shards: 8, GSIShards: 8}, w)
+		s := extend(base, "2026-11-22", bucketing.Step{Shards: 8, GSIShards: 8}, w.Add(Lead))
 		if len(s) != 2 {
 			t.Fatalf("raise at %s: %+v", w.Format(time.TimeOnly), s)
 		}
