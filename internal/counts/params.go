@@ -45,14 +45,14 @@ func ParseRequest(rawQuery string, now time.Time) (Request, error) {
 		return Request{}, err
 	}
 	var r Request
-	if r.Source, err = required(v, "source"); err != nil {
+	if r.Source, err = v.Required("source", cloudevent.MaxAttrBytes); err != nil {
 		return Request{}, err
 	}
 	rg, err := v.Range(now, DefaultRange, MaxRange)
 	if err != nil {
 		return Request{}, err
 	}
-	if r.Type, err = optional(v, "type"); err != nil {
+	if r.Type, err = v.Filter("type", cloudevent.MaxAttrBytes); err != nil {
 		return Request{}, err
 	}
 	if g, ok := v.Get("group_by"); ok {
@@ -92,26 +92,4 @@ func (r *Request) setInterval(v params.Values, rg params.Range) error {
 		return params.Errorf("interval", "is %q; want 1m, 5m, 15m, 1h or 1d", name)
 	}
 	return fmt.Errorf("counts: no interval fits %s", rg.To.Sub(rg.From)) // unreachable: 1d fits 31 days
-}
-
-func required(v params.Values, name string) (string, error) {
-	s, ok := v.Get(name)
-	if !ok || s == "" {
-		return "", params.Errorf(name, "is required")
-	}
-	if len(s) > cloudevent.MaxAttrBytes {
-		return "", params.Errorf(name, "is %d bytes; at most %d", len(s), cloudevent.MaxAttrBytes)
-	}
-	return s, nil
-}
-
-func optional(v params.Values, name string) (string, error) {
-	s, ok := v.Get(name)
-	if ok && s == "" {
-		return "", params.Errorf(name, "is empty; leave it out to count every %s", name)
-	}
-	if len(s) > cloudevent.MaxAttrBytes {
-		return "", params.Errorf(name, "is %d bytes; at most %d", len(s), cloudevent.MaxAttrBytes)
-	}
-	return s, nil
 }

@@ -91,11 +91,15 @@ func (v Values) Required(name string, maxBytes int) (string, error) {
 }
 
 // Filter reads name as an optional exact-match filter: "" when absent, and
-// an error when given empty, which would match nothing.
-func (v Values) Filter(name string) (string, error) {
+// an error when given empty, which would match nothing, or longer than
+// maxBytes, which no stored value is.
+func (v Values) Filter(name string, maxBytes int) (string, error) {
 	s, ok := v[name]
-	if ok && s == "" {
+	switch {
+	case ok && s == "":
 		return "", Errorf(name, "is empty; leave it out to match every %s", name)
+	case len(s) > maxBytes:
+		return "", Errorf(name, "is %d bytes; at most %d", len(s), maxBytes)
 	}
 	return s, nil
 }

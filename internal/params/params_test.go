@@ -94,11 +94,15 @@ func TestRequiredFilterBoolChoice(t *testing.T) {
 			t.Errorf("required %s: got %v, want %q", name, err, want)
 		}
 	}
-	if _, err := v.Filter("type"); err == nil || err.Error() != "type: is empty; leave it out to match every type" {
+	if _, err := v.Filter("type", 256); err == nil || err.Error() != "type: is empty; leave it out to match every type" {
 		t.Errorf("empty filter: %v", err)
 	}
-	if s, err := v.Filter("subject"); s != "" || err != nil {
+	if s, err := v.Filter("subject", 256); s != "" || err != nil {
 		t.Errorf("absent filter: %q %v", s, err)
+	}
+	long, _ := Parse("subject="+strings.Repeat("s", 257), "subject")
+	if _, err := long.Filter("subject", 256); err == nil || err.Error() != "subject: is 257 bytes; at most 256" {
+		t.Errorf("long filter: %v", err)
 	}
 	if b, err := v.Bool("consistent", false); !b || err != nil {
 		t.Errorf("bool: %v %v", b, err)

@@ -90,10 +90,10 @@ func selection(v params.Values, p *Params) (err error) {
 	if p.Source, err = v.Required("source", cloudevent.MaxAttrBytes); err != nil {
 		return err
 	}
-	if p.Type, err = v.Filter("type"); err != nil {
+	if p.Type, err = v.Filter("type", cloudevent.MaxAttrBytes); err != nil {
 		return err
 	}
-	if p.Subject, err = v.Filter("subject"); err != nil {
+	if p.Subject, err = v.Filter("subject", cloudevent.MaxAttrBytes); err != nil {
 		return err
 	}
 	p.Consistent, err = v.Bool("consistent", false)
