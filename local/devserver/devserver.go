@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"text/template"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -87,24 +88,54 @@ func Serve(ctx context.Context, o Options) (url string, stop func() error, err e
 	}
 }
 
-// Run starts everything, replays the samples, prints what was stored and
-// serves until ctx is done; then it stops DynamoDB Local.
-func Run(ctx context.Context, o Options) error {
+// Server is the local stack, running: Start returns one, serving the API
+// in the background; Close stops it.
+type Server struct {
+	// URL is the API's base URL, such as http://127.0.0.1:8080.
+	URL string
+	// Endpoint is DynamoDB's: DynamoDB Local's, or Options.Endpoint.
+	Endpoint string
+	// Kinesis is the local stream the ingest function polls.
+	Kinesis Kinesis
+	// ArchiveDir stands in for the archive bucket.
+	ArchiveDir string
+
+	o        Options
+	ingest   *ingest.Handler
+	client   *dynamodb.Client
+	failed   failed
+	serveErr chan error
+	cancel   context.CancelFunc // ends the pollers
+	closers  []func()           // in the order they were started
+}
+
+// Start starts everything — DynamoDB Local (unless Options.Endpoint names
+// one), the table, the local S3 with the on-failure bucket, the counter
+// and archive functions on the table's stream, kinesalite with the ingest
+// function polling it — and serves the API, its OpenAPI document and the
+// explorer. It replays no samples (Run does). On an error, what was
+// started is stopped again.
+func Start(ctx context.Context, o Options) (s *Server, err error) {
+	ctx, cancel := context.WithCancel(ctx) // the pollers' lifetime
+	s = &Server{o: o, cancel: cancel}
+	defer func() {
+		if err != nil {
+			s.Close()
+			s = nil
+		}
+	}()
 	out := o.Out
-	endpoint := o.Endpoint
-	if endpoint == "" {
+	s.Endpoint = o.Endpoint
+	if s.Endpoint == "" {
 		fmt.Fprintln(out, "starting DynamoDB Local ...")
 		srv, err := ddblocal.Start(ctx, ddblocal.Options{Port: o.DDBPort, DBDir: o.DBDir, Log: o.DDBLog})
 		if err != nil {
-			return err
+			return s, err
 		}
-		defer func() {
-			srv.Close()
-			fmt.Fprintln(out, "stopped DynamoDB Local")
-		}()
-		endpoint = srv.Endpoint
+		s.closers = append(s.closers, func() { srv.Close(); fmt.Fprintln(out, "stopped DynamoDB Local") })
+		s.Endpoint = srv.Endpoint
 	}
-	fmt.Fprintf(out, "DynamoDB Local at %s\n", endpoint)
+	fmt.Fprintf(out, "DynamoDB Local at %s\n", s.Endpoint)
 
 	getenv := func(k string) string {
 		if k == ingest.EnvTable {
@@ -114,111 +145,155 @@ func Run(ctx context.Context, o Options) error {
 	}
 	cfg, err := ingest.ConfigFromEnv(getenv)
 	if err != nil {
-		return err
+		return s, err
 	}
-	client := ddbclient.Static(endpoint, cfg.WriteConcurrency)
-	if err := schema.Create(ctx, client, o.Table); err != nil {
-		return err
+	s.client = ddbclient.Static(s.Endpoint, cfg.WriteConcurrency)
+	if err := schema.Create(ctx, s.client, o.Table); err != nil {
+		return s, err
 	}
 	fmt.Fprintf(out, "table %s ready (GSI %s, TTL on %q)\n", o.Table, schema.GSIName, schema.TTL)
 
 	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: o.LogLevel}))
-	h := ingest.New(cfg, client, ingest.Options{Logger: log})
+	s.ingest = ingest.New(cfg, s.client, ingest.Options{Logger: log})
 	qcfg, err := query.ConfigFromEnv(getenv)
 	if err != nil {
-		return err
+		return s, err
 	}
 	fmt.Fprintf(out, "cursor key: %s\n", qcfg.CursorKeyOrigin())
-	qh := query.New(qcfg, client, query.Options{Logger: log})
+	qh := query.New(qcfg, s.client, query.Options{Logger: log})
 	mux := httpapi.NewMux()
-	mux.Handle("POST "+ingest.Route, h.HTTP)
+	mux.Handle("POST "+ingest.Route, s.ingest.HTTP)
 	mux.Handle("GET "+query.EventsRoute, qh.HTTP)
 	mux.Handle("GET "+query.QuarantineRoute, qh.HTTP)
 	mux.Handle("GET "+query.CountsRoute, qh.HTTP)
 	mux.Handle("GET "+query.SourcesRoute, qh.HTTP)
 	fb, stopS3, err := startS3(ctx, out, o.S3Port, o.DBDir)
 	if err != nil {
-		return err
+		return s, err
 	}
-	defer stopS3()
-	if err := startCounter(ctx, out, client, endpoint, o.Table, cfg.Retention, fb, log); err != nil {
-		return err
+	s.failed = fb
+	s.closers = append(s.closers, stopS3)
+	if err := startCounter(ctx, out, s.client, s.Endpoint, o.Table, cfg.Retention, fb, log); err != nil {
+		return s, err
 	}
-	archiveDir, err := startArchive(ctx, out, client, endpoint, o.Table, o.DBDir, fb, log)
-	if err != nil {
-		return err
+	if s.ArchiveDir, err = startArchive(ctx, out, s.client, s.Endpoint, o.Table, o.DBDir, fb, log); err != nil {
+		return s, err
 	}
 	if o.Stream == "" {
 		o.Stream = o.Table
 	}
-	kin, stopKinesis, err := startKinesis(ctx, out, o, h, fb, log)
+	kin, stopKinesis, err := startKinesis(ctx, out, o, s.ingest, fb, log)
 	if err != nil {
-		return err
+		return s, err
 	}
-	defer stopKinesis()
+	s.Kinesis = kin
+	s.closers = append(s.closers, stopKinesis)
 	if o.OnKinesis != nil {
 		o.OnKinesis(kin)
 	}
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s (choose another with -addr): %w", o.Addr, err)
+		return s, fmt.Errorf("listen on %s (choose another with -addr): %w", o.Addr, err)
 	}
-	base := "http://" + ln.Addr().String()
+	s.URL = "http://" + ln.Addr().String()
 	httpSrv := &http.Server{Handler: withDocument(explorer.With(mux)), ReadHeaderTimeout: 10 * time.Second}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpSrv.Serve(ln) }()
-	defer httpSrv.Close()
-	fmt.Fprintf(out, "serving POST %s%s and GET %s, %s, %s and %s on %s\n", base, ingest.Route,
-		query.EventsRoute, query.QuarantineRoute, query.CountsRoute, query.SourcesRoute, base)
-	fmt.Fprintf(out, "the API's OpenAPI document: %s%s\n", base, openapi.Path)
+	s.serveErr = make(chan error, 1)
+	go func() { s.serveErr <- httpSrv.Serve(ln) }()
+	s.closers = append(s.closers, func() { httpSrv.Close() })
+	fmt.Fprintf(out, "serving POST %s%s and GET %s, %s, %s and %s on %s\n", s.URL, ingest.Route,
+		query.EventsRoute, query.QuarantineRoute, query.CountsRoute, query.SourcesRoute, s.URL)
+	fmt.Fprintf(out, "the API's OpenAPI document: %s%s\n", s.URL, openapi.Path)
+	return s, nil
+}
 
+// Close stops what Start started: the pollers first, then the rest, the
+// last started first: the API, kinesalite, the local S3, DynamoDB Local.
+func (s *Server) Close() error {
+	s.cancel()
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+	return nil
+}
+
+// Run starts everything, replays the samples, prints what was stored and
+// how to go on, and serves until ctx is done; then it stops everything.
+func Run(ctx context.Context, o Options) error {
+	s, err := Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	out := o.Out
 	if o.Samples != "" {
-		if err := replay(ctx, out, h, base, o.Samples); err != nil {
+		if err := sendSamples(ctx, out, s.ingest, s.URL, o.Samples); err != nil {
 			return err
 		}
-		stored, err := printStored(ctx, out, client, o.Table)
+		stored, err := printStored(ctx, out, s.client, o.Table)
 		if err != nil {
 			return err
 		}
-		if err := sampleQuery(ctx, out, base, o.Samples); err != nil {
+		if err := sampleQuery(ctx, out, s.URL, o.Samples); err != nil {
 			return err
 		}
-		if err := dashboards(ctx, out, base, stored); err != nil {
+		if err := dashboards(ctx, out, s.URL, stored); err != nil {
 			return err
 		}
-		if err := archived(ctx, out, archiveDir, stored); err != nil {
+		if err := archived(ctx, out, s.ArchiveDir, stored); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(out, "\nsend your own events, then read them back:\n  curl -si -X POST %s%s -H 'content-type: application/json' \\\n"+
-		"    -d '{\"id\":\"1\",\"source\":\"my-service\",\"type\":\"com.example.hello\",\"data\":{\"hello\":\"world\"}}'\n"+
-		"  curl -s '%s%s?source=my-service&consistent=true'\n  curl -s '%s%s'\n"+
-		"  curl -s '%s%s?source=my-service&interval=1m'\n  curl -s '%s%s'\n",
-		base, ingest.Route, base, query.EventsRoute, base, query.QuarantineRoute, base, query.CountsRoute, base, query.SourcesRoute)
-	fmt.Fprintf(out, "or put them on the local Kinesis stream (any credentials will do):\n"+
-		"  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local aws kinesis put-record --endpoint-url %s --region %s \\\n"+
-		"    --stream-name %s --partition-key k --cli-binary-format raw-in-base64-out \\\n"+
-		"    --data '{\"id\":\"2\",\"source\":\"my-service\",\"type\":\"com.example.hello\"}'\n",
-		kin.Endpoint, kinesislocal.Region, kin.Stream)
-	fmt.Fprintf(out, "batches the local mappings give up on land, records included, in the local S3 bucket %s; process them again with:\n"+
-		"  EVENTS_TABLE=%s AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \\\n"+
-		"  AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_S3=%s \\\n"+
-		"    ./bin/shardline redrive --bucket %s --ingest-mapping %s --counter-mapping %s --archive-mapping %s \\\n"+
-		"      --archive-dir %s --dry-run\n",
-		FailedBucket, o.Table, kinesislocal.Region, endpoint, fb.endpoint, FailedBucket, LocalIngestMapping, LocalCounterMapping, LocalArchiveMapping, archiveDir)
-	fmt.Fprintf(out, "\nopen the explorer, a page over the API, at %s/\n", base)
-	fmt.Fprintln(out, "serving until Ctrl-C")
+	if err := s.help(out); err != nil {
+		return err
+	}
 	if o.OnServing != nil {
-		o.OnServing(base)
+		o.OnServing(s.URL)
 	}
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out, "\nshutting down")
 		return nil
-	case err := <-serveErr:
+	case err := <-s.serveErr:
 		return fmt.Errorf("API server: %w", err)
 	}
+}
+
+// helpText is what Run prints once everything runs: how to send events and
+// read them back, and where given-up batches go.
+var helpText = template.Must(template.New("help").Parse(`
+send your own events, then read them back:
+  curl -si -X POST {{.URL}}{{.IngestRoute}} -H 'content-type: application/json' \
+    -d '{"id":"1","source":"my-service","type":"com.example.hello","data":{"hello":"world"}}'
+  curl -s '{{.URL}}{{.EventsRoute}}?source=my-service&consistent=true'
+  curl -s '{{.URL}}{{.QuarantineRoute}}'
+  curl -s '{{.URL}}{{.CountsRoute}}?source=my-service&interval=1m'
+  curl -s '{{.URL}}{{.SourcesRoute}}'
+or put them on the local Kinesis stream (any credentials will do):
+  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local aws kinesis put-record --endpoint-url {{.Kinesis.Endpoint}} --region {{.Region}} \
+    --stream-name {{.Kinesis.Stream}} --partition-key k --cli-binary-format raw-in-base64-out \
+    --data '{"id":"2","source":"my-service","type":"com.example.hello"}'
+batches the local mappings give up on land, records included, in the local S3 bucket {{.Bucket}}; process them again with:
+  EVENTS_TABLE={{.Table}} AWS_REGION={{.Region}} AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
+  AWS_ENDPOINT_URL_DYNAMODB={{.Endpoint}} AWS_ENDPOINT_URL_S3={{.S3}} \
+    ./bin/shardline redrive --bucket {{.Bucket}} --ingest-mapping {{.IngestMapping}} --counter-mapping {{.CounterMapping}} --archive-mapping {{.ArchiveMapping}} \
+      --archive-dir {{.ArchiveDir}} --dry-run
+
+open the explorer, a page over the API, at {{.URL}}/
+serving until Ctrl-C
+`))
+
+// help prints helpText for s.
+func (s *Server) help(out io.Writer) error {
+	return helpText.Execute(out, struct {
+		*Server
+		IngestRoute, EventsRoute, QuarantineRoute, CountsRoute, SourcesRoute string
+		Region, Bucket, Table, S3                                            string
+		IngestMapping, CounterMapping, ArchiveMapping                        string
+	}{s, ingest.Route, query.EventsRoute, query.QuarantineRoute, query.CountsRoute, query.SourcesRoute,
+		kinesislocal.Region, FailedBucket, s.o.Table, s.failed.endpoint,
+		LocalIngestMapping, LocalCounterMapping, LocalArchiveMapping})
 }
 
 // withDocument serves the API's OpenAPI document at openapi.Path beside
@@ -234,9 +309,9 @@ func withDocument(api http.Handler) http.Handler {
 	})
 }
 
-// replay sends the samples in dir through the handlers, moved in time so that
-// the newest is a little in the past.
-func replay(ctx context.Context, out io.Writer, h *ingest.Handler, base, dir string) error {
+// sendSamples sends the samples in dir through the handlers, moved in time
+// so that the newest is a little in the past.
+func sendSamples(ctx context.Context, out io.Writer, h *ingest.Handler, base, dir string) error {
 	shift := time.Since(SampleNow).Truncate(time.Second)
 	fmt.Fprintf(out, "\nreplaying the samples in %s, their times moved by %v so that they end now\n", dir, shift.Round(time.Minute))
 
