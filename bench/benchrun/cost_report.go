@@ -156,7 +156,7 @@ func (r CostResult) markdown(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "By service: %s. † the pipeline's own bookkeeping: %.2f%% of the event items' WCU (%.1f WCU per thousand events; target ≤ 2%%).\n\n",
 		strings.Join(svc, ", "), 100*r.Share, r.Usage.Bookkeeping()/1000)
-	fmt.Fprintf(b, "Log lines a function writes itself at info, per invocation: ingest %.2f, counter %.2f, archive %.2f (target ≤ 1; each also writes one EMF metrics line, counted here, and Lambda adds START, END and REPORT).\n\n",
+	fmt.Fprintf(b, "Log lines a function writes itself at info, per invocation: ingest %.2f, counter %.2f, archive %.2f (target ≤ 1; the invocation's EMF metrics ride in its log line, emf.NewInLog, and Lambda adds START, END and REPORT).\n\n",
 		perInv(m.LogLines[0], m.Invocations[0]), perInv(m.LogLines[1], m.Invocations[1]), perInv(m.LogLines[2], m.Invocations[2]))
 	fmt.Fprintf(b, "Bookkeeping as measured in the window: hour marks %d writes (%.0f WRU) for %d (container, source) pairs; shard records %d writes (%.0f WRU) and catalogue %d (%.0f WRU) for %d sources; counter %d updates (%.0f WRU) for %d events; demand reports %d; other keys %d.\n\n",
 		m.HourMarks.Writes, m.HourMarks.WRU, m.Pairs, m.ShardRecords.Writes, m.ShardRecords.WRU,

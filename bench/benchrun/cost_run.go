@@ -210,13 +210,13 @@ func newSim(ctx context.Context, w CostWorkload, env costEnv, eventBytes int) (*
 		s.handlers = append(s.handlers, ingest.New(cfg, s.split, ingest.Options{
 			Now:     s.clock.now,
 			Logger:  infoLogger(s.logs[0]),
-			Metrics: emf.New(s.logs[0], map[string]string{"Function": "ingest"}),
+			Metrics: emf.NewInLog(s.logs[0], map[string]string{"Function": "ingest"}),
 		}))
 		s.batchers = append(s.batchers, cutter[events.KinesisEventRecord]{m: ingestMapping})
 	}
 	s.counter = counts.New(counts.Config{Table: env.table, Retention: retentionDays * 24 * time.Hour, LogLevel: slog.LevelInfo},
-		s.book, counts.Options{Logger: infoLogger(s.logs[1]), Metrics: emf.New(s.logs[1], counts.Dimensions())})
-	s.arch = &archive.Function{Store: s.store, Log: infoLogger(s.logs[2]), Metrics: emf.New(s.logs[2], map[string]string{"Function": "archive"})}
+		s.book, counts.Options{Logger: infoLogger(s.logs[1]), Metrics: emf.NewInLog(s.logs[1], counts.Dimensions())})
+	s.arch = &archive.Function{Store: s.store, Log: infoLogger(s.logs[2]), Metrics: emf.NewInLog(s.logs[2], map[string]string{"Function": "archive"})}
 	for range s.sink.shards {
 		s.counterCut = append(s.counterCut, cutter[arrival]{m: stackMapping})
 		s.archiveCut = append(s.archiveCut, cutter[arrival]{m: archiveMapping})

@@ -32,7 +32,7 @@ func main() {
 	}
 	f := archive.New(cfg, s3.NewFromConfig(aws), archive.Options{
 		Logger:  log,
-		Metrics: emf.New(os.Stdout, map[string]string{"Function": "archive"}),
+		Metrics: emf.NewInLog(os.Stdout, map[string]string{"Function": "archive"}),
 	})
 	lambda.Start(f.Invoke)
 }

@@ -30,7 +30,7 @@ func main() {
 	}
 	f := counts.New(cfg, client, counts.Options{
 		Logger:  log,
-		Metrics: emf.New(os.Stdout, counts.Dimensions()),
+		Metrics: emf.NewInLog(os.Stdout, counts.Dimensions()),
 	})
 	lambda.Start(f.Invoke)
 }

@@ -69,8 +69,7 @@ func (f *Function) Invoke(ctx context.Context, ev events.DynamoDBEvent) error {
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
-	f.log().LogAttrs(ctx, level, "archive", attrs...)
-	if merr := f.Metrics.Put(time.Now(),
+	if merr := f.Metrics.Log(ctx, f.log(), level, "archive", time.Now(), attrs,
 		emf.Metric{Name: "Archived", Value: float64(st.Archived), Unit: "Count"},
 		emf.Metric{Name: "ArchiveObjects", Value: float64(st.Objects), Unit: "Count"},
 		emf.Metric{Name: "ArchivedBytes", Value: float64(st.Bytes), Unit: "Bytes"},

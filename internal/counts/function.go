@@ -81,13 +81,12 @@ func (f *Function) Invoke(ctx context.Context, ev events.DynamoDBTimeWindowEvent
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
-	f.Log.LogAttrs(ctx, level, "count", attrs...)
 	for source, n := range st.OverflowBySource {
 		f.Log.LogAttrs(ctx, slog.LevelWarn, "counted without type", slog.String("source", source), slog.Int("events", n),
 			slog.String("why", fmt.Sprintf("ten minutes of this source have more than %d types: the rest are counted in the overflow, "+
 				"answered as the \"other\" series of GET /v1/counts; if its producer puts an id in `type`, move it to `subject` or `data`", f.Counter.maxTypes())))
 	}
-	if merr := f.Metrics.Put(time.Now(),
+	if merr := f.Metrics.Log(ctx, f.Log, level, "count", time.Now(), attrs,
 		emf.Metric{Name: "Counted", Value: float64(st.Counted), Unit: "Count"},
 		emf.Metric{Name: "Redelivered", Value: float64(st.Seen), Unit: "Count"},
 		emf.Metric{Name: "CounterUpdates", Value: float64(st.Updates), Unit: "Count"},

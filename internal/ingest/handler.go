@@ -182,8 +182,7 @@ func (h *Handler) report(ctx context.Context, kind string, accepted, rejected, f
 			attrs = append(attrs, slog.String("error", st.firstErr.Error()))
 		}
 	}
-	h.log.LogAttrs(ctx, level, "ingest", attrs...)
-	if err := h.metrics.Put(h.now(),
+	if err := h.metrics.Log(ctx, h.log, level, "ingest", h.now(), attrs,
 		emf.Metric{Name: "Accepted", Value: float64(accepted), Unit: "Count"},
 		emf.Metric{Name: "Rejected", Value: float64(rejected), Unit: "Count"},
 		emf.Metric{Name: "Retried", Value: float64(st.retried), Unit: "Count"},

@@ -195,12 +195,11 @@ func (h *Handler) report(ctx context.Context, kind Kind, p Params, page Page, er
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
-	h.log.LogAttrs(ctx, level, "query", attrs...)
 	fallback := 0.0
 	if !p.Consistent && page.Plan.Path == PathScatter && kind == Events {
 		fallback = 1
 	}
-	_ = h.metrics.Put(h.now(),
+	_ = h.metrics.Log(ctx, h.log, level, "query", h.now(), attrs,
 		emf.Metric{Name: "Pages", Value: 1, Unit: "Count"},
 		emf.Metric{Name: "ReadRequests", Value: float64(page.Plan.Requests), Unit: "Count"},
 		emf.Metric{Name: "ConsumedRCU", Value: page.Plan.ConsumedRCU, Unit: "Count"},

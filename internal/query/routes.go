@@ -72,8 +72,7 @@ func (h *Handler) reportRead(ctx context.Context, kind Kind, requests int, rcu f
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
-	h.log.LogAttrs(ctx, level, "query", attrs...)
-	_ = h.metrics.Put(h.now(),
+	_ = h.metrics.Log(ctx, h.log, level, "query", h.now(), attrs,
 		emf.Metric{Name: "ReadRequests", Value: float64(requests), Unit: "Count"},
 		emf.Metric{Name: "ConsumedRCU", Value: rcu, Unit: "Count"},
 	)
