@@ -7,9 +7,7 @@
 package devserver
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,14 +15,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"text/template"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -307,101 +303,6 @@ func withDocument(api http.Handler) http.Handler {
 		}
 		api.ServeHTTP(w, r)
 	})
-}
-
-// sendSamples sends the samples in dir through the handlers, moved in time
-// so that the newest is a little in the past.
-func sendSamples(ctx context.Context, out io.Writer, h *ingest.Handler, base, dir string) error {
-	shift := time.Since(SampleNow).Truncate(time.Second)
-	fmt.Fprintf(out, "\nreplaying the samples in %s, their times moved by %v so that they end now\n", dir, shift.Round(time.Minute))
-
-	raw, err := os.ReadFile(filepath.Join(dir, "kinesis-batch.json"))
-	if err != nil {
-		return fmt.Errorf("read samples: %w", err)
-	}
-	kev, err := shiftKinesis(raw, shift)
-	if err != nil {
-		return err
-	}
-	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	kresp, err := h.Kinesis(kctx, kev)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("replay Kinesis batch: %w", err)
-	}
-	fmt.Fprintf(out, "  kinesis-batch.json: %d records, %d reported for retry\n", len(kev.Records), len(kresp.BatchItemFailures))
-
-	raw, err = os.ReadFile(filepath.Join(dir, "api-ingest-v2.json"))
-	if err != nil {
-		return fmt.Errorf("read samples: %w", err)
-	}
-	v2, err := shiftHTTP(raw, shift)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+ingest.Route, strings.NewReader(v2.Body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", v2.Headers["content-type"])
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("replay API request: %w", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	fmt.Fprintf(out, "  api-ingest-v2.json: POST %s -> %d %s\n", ingest.Route, resp.StatusCode, bytes.TrimSpace(body))
-
-	raw, err = os.ReadFile(filepath.Join(dir, "rest-ingest-v1.json"))
-	if err != nil {
-		return fmt.Errorf("read samples: %w", err)
-	}
-	v1, err := shiftREST(raw, shift)
-	if err != nil {
-		return err
-	}
-	v1resp, err := h.REST(ctx, v1)
-	if err != nil {
-		return fmt.Errorf("replay REST request: %w", err)
-	}
-	fmt.Fprintf(out, "  rest-ingest-v1.json: %d %s\n", v1resp.StatusCode, v1resp.Body)
-	return nil
-}
-
-// sampleQuery runs the sample query in dir against the server and prints
-// the page it got.
-func sampleQuery(ctx context.Context, out io.Writer, base, dir string) error {
-	raw, err := os.ReadFile(filepath.Join(dir, "api-query-v2.json"))
-	if err != nil {
-		return fmt.Errorf("read samples: %w", err)
-	}
-	var req events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return fmt.Errorf("sample query: %w", err)
-	}
-	u := base + req.RawPath + "?" + shiftQuery(req.RawQueryString, time.Since(SampleNow).Truncate(time.Second))
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(hreq)
-	if err != nil {
-		return fmt.Errorf("sample query: %w", err)
-	}
-	defer resp.Body.Close()
-	var page query.EventsResponse
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("sample query: %d %v", resp.StatusCode, err)
-	}
-	fmt.Fprintf(out, "\nGET %s\n  -> %d events, plan %s (%s), %d requests, %.1f RCU\n",
-		strings.TrimPrefix(u, base), len(page.Events), page.Plan.Path, page.Plan.Reason, page.Plan.Requests, page.Plan.ConsumedRCU)
-	for _, e := range page.Events {
-		fmt.Fprintf(out, "     %s\n", e)
-	}
-	if page.NextCursor != "" {
-		fmt.Fprintf(out, "  next page: add &cursor=%s\n", page.NextCursor)
-	}
-	return nil
 }
 
 // printStored lists what the table holds: events by source, day and shard,
