@@ -107,7 +107,7 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 		w := float64(itemWCU(items[n]))
 		s.sample.WCU += w
 		if units[u].event != nil {
-			s.sample.GSIWCU += w // a rejected record has no GSI copy
+			s.sample.GSIWCU += w // a rejected record has no GSI copy: its GSI demand stays 0, and its GSI count is never raised
 		}
 		if ahead && at.After(s.got) {
 			s.sample.Fresh += w
@@ -163,12 +163,6 @@ func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 		d, ok := h.decide(ctx, stream, day, policyKey(stream.Source, u, inOrder), now, cur, last)
 		if !ok {
 			continue
-		}
-		if stream.Space == bucketing.Quarantine {
-			d.To.GSIShards, d.Cover.GSIShards = last.GSIShards, 0 // it has no GSI copy
-			if d.To.Shards <= last.Shards {
-				continue
-			}
 		}
 		next, raised, err := h.registry.RaiseUnlessCovered(ctx, stream, day,
 			bucketing.Step{Shards: d.To.Shards, GSIShards: d.To.GSIShards},
