@@ -16,19 +16,7 @@ func TestPutWritesOneEMFLine(t *testing.T) {
 	if err := l.Put(now, Metric{"Accepted", 3, "Count"}, Metric{"Failed", 0, "Count"}); err != nil {
 		t.Fatal(err)
 	}
-	var line struct {
-		AWS struct {
-			Timestamp         int64
-			CloudWatchMetrics []struct {
-				Namespace  string
-				Dimensions [][]string
-				Metrics    []struct{ Name, Unit string }
-			}
-		} `json:"_aws"`
-		Function string
-		Accepted float64
-		Failed   float64
-	}
+	var line emfLine
 	if bytes.Count(buf.Bytes(), []byte("\n")) != 1 {
 		t.Fatalf("want one line, got %q", buf.String())
 	}

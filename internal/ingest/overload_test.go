@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/shardline/shardline/internal/adapt"
-	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
@@ -64,15 +61,9 @@ func TestGSIOverloadIsSpreadOnce(t *testing.T) {
 
 	cfg := DefaultConfig(table)
 	var logs syncbuf.Buffer
-	var queues []*shardQueue
-	for i := range 4 {
-		q := &shardQueue{name: fmt.Sprint(i + 1), pad: 500}
-		pol := &adapt.Policy{KeyWCU: keyWCU / scale, MinItems: 5, MinThrottled: 2, Window: 20 * time.Second}
-		q.h = New(cfg, testddb.Client(t, proxy.URL), Options{
-			Now: clk.now, Sleep: clk.sleep, Policy: pol, Pacer: &pace.Pacer{KeyWCU: pol.KeyWCU, Now: clk.now},
-			Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		})
-		queues = append(queues, q)
+	queues := fleet(t, 4, cfg, proxy.URL, clk, keyWCU/scale, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	for _, q := range queues {
+		q.pad = 500
 	}
 
 	var all []rampEvent
@@ -117,15 +108,7 @@ func TestGSIOverloadIsSpreadOnce(t *testing.T) {
 			maxAge = max(maxAge, clk.now().Sub(oldest))
 		}
 		seen, held := model.Seen.Load(), model.Throttled.Load()
-		var wg sync.WaitGroup
-		for _, q := range queues {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				q.deliver(t, source, batch, invoke)
-			}()
-		}
-		wg.Wait()
+		deliverAll(t, queues, source, batch, invoke)
 		samples = append(samples, sample{at: now, seen: model.Seen.Load() - seen, held: model.Throttled.Load() - held})
 		time.Sleep(20 * time.Millisecond)
 	}

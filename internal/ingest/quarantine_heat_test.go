@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/shardline/shardline/internal/adapt"
-	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/local/syncbuf"
@@ -56,15 +53,9 @@ func TestQuarantineFloodIsSpread(t *testing.T) {
 	cfg := DefaultConfig(table)
 	cfg.QuarantineShards = 1
 	var logs syncbuf.Buffer
-	var queues []*shardQueue
-	for i := range 3 {
-		q := &shardQueue{name: fmt.Sprint(i + 1), reject: true}
-		pol := &adapt.Policy{KeyWCU: keyWCU / scale, MinItems: 5, MinThrottled: 2, Window: 20 * time.Second}
-		q.h = New(cfg, testddb.Client(t, proxy.URL), Options{
-			Now: clk.now, Sleep: clk.sleep, Policy: pol, Pacer: &pace.Pacer{KeyWCU: pol.KeyWCU, Now: clk.now},
-			Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
-		})
-		queues = append(queues, q)
+	queues := fleet(t, 3, cfg, proxy.URL, clk, keyWCU/scale, slog.New(slog.NewJSONHandler(&logs, nil)))
+	for _, q := range queues {
+		q.reject = true
 	}
 
 	var all []rampEvent
@@ -94,15 +85,7 @@ func TestQuarantineFloodIsSpread(t *testing.T) {
 		} else if waiting == 0 {
 			break
 		}
-		var wg sync.WaitGroup
-		for _, q := range queues {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				q.deliver(t, "flood", batch, invoke)
-			}()
-		}
-		wg.Wait()
+		deliverAll(t, queues, "flood", batch, invoke)
 		time.Sleep(20 * time.Millisecond)
 	}
 

@@ -7,12 +7,9 @@ import (
 	"log/slog"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/shardline/shardline/internal/adapt"
-	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/local/syncbuf"
@@ -75,13 +72,7 @@ func TestAdaptiveShardingUnderARamp(t *testing.T) {
 
 	cfg := DefaultConfig(table)
 	var logs syncbuf.Buffer
-	queues := []*shardQueue{{name: "1"}, {name: "2"}}
-	for _, q := range queues {
-		pol := &adapt.Policy{KeyWCU: bucketing.PartitionWCU / scale, MinItems: 5, MinThrottled: 2, Window: 20 * time.Second}
-		q.h = New(cfg, testddb.Client(t, proxy.URL), Options{
-			Now: clk.now, Sleep: clk.sleep, Policy: pol, Pacer: &pace.Pacer{KeyWCU: pol.KeyWCU, Now: clk.now}, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
-		})
-	}
+	queues := fleet(t, 2, cfg, proxy.URL, clk, bucketing.PartitionWCU/scale, slog.New(slog.NewJSONHandler(&logs, nil)))
 
 	rate := func(at time.Duration) float64 { // events per simulated second, scaled
 		f := min(1, float64(at)/float64(rampFor))
@@ -117,17 +108,6 @@ func TestAdaptiveShardingUnderARamp(t *testing.T) {
 			}
 		}
 		return at, !at.IsZero()
-	}
-	deliverAll := func() {
-		var wg sync.WaitGroup
-		for _, q := range queues {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				q.deliver(t, source, batch, invoke)
-			}()
-		}
-		wg.Wait()
 	}
 	acked := func(until time.Time) map[string]bool {
 		want := map[string]bool{}
@@ -173,7 +153,7 @@ func TestAdaptiveShardingUnderARamp(t *testing.T) {
 		if len(samples) == 0 || now.Truncate(time.Minute) != samples[len(samples)-1].at.Truncate(time.Minute) {
 			t.Logf("%v: %d events, waiting %d+%d, judged %d held %d", now.Round(time.Second), len(all), len(queues[0].records), len(queues[1].records), seen, held)
 		}
-		deliverAll()
+		deliverAll(t, queues, source, batch, invoke)
 		samples = append(samples, sample{at: now, seen: model.Seen.Load() - seen, held: model.Throttled.Load() - held})
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/backoff"
+	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -263,4 +266,33 @@ func readsOnce(t *testing.T, label, endpoint, table string, now func() time.Time
 				label, path, len(ids), len(want), missing, twice, stray)
 		}
 	}
+}
+
+// fleet is n Kinesis shards, each with its own warm container writing
+// through url with cfg: Lambda's fleet for a stream of n shards. The
+// containers' clocks, waits and pacing run on clk, and their policy and
+// pacer take keyWCU as a key's ceiling; they log to log.
+func fleet(t *testing.T, n int, cfg Config, url string, clk *simClock, keyWCU float64, log *slog.Logger) []*shardQueue {
+	queues := make([]*shardQueue, n)
+	for i := range queues {
+		pol := &adapt.Policy{KeyWCU: keyWCU, MinItems: 5, MinThrottled: 2, Window: 20 * time.Second}
+		queues[i] = &shardQueue{name: fmt.Sprint(i + 1), h: New(cfg, testddb.Client(t, url), Options{
+			Now: clk.now, Sleep: clk.sleep, Policy: pol, Pacer: &pace.Pacer{KeyWCU: keyWCU, Now: clk.now}, Logger: log,
+		})}
+	}
+	return queues
+}
+
+// deliverAll invokes every shard's container once, all at once, as Lambda
+// polls a stream's shards side by side.
+func deliverAll(t *testing.T, queues []*shardQueue, source string, batch int, timeout time.Duration) {
+	var wg sync.WaitGroup
+	for _, q := range queues {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q.deliver(t, source, batch, timeout)
+		}()
+	}
+	wg.Wait()
 }
