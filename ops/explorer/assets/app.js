@@ -17,9 +17,9 @@
   const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac',
     '#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b'];
   const OTHER_COLOUR = '#8c959f'; // the "other" series: neutral, apart from the palette
-  // The time axis in 24-hour UTC: uPlot's table of tick formats by tick
-  // spacing (seconds): the format, then what a tick adds at a new year,
-  // month, day, hour, minute and second.
+  // The time axis in 24-hour UTC, in the shape of uPlot's table of tick
+  // formats by tick spacing (seconds): the format, then what a tick adds at
+  // a new year, month, day, hour, minute and second (timeLabels reads it).
   const TIME_TICKS = [
     [365 * 86400, '{YYYY}', null, null, null, null, null, null, 1],
     [28 * 86400, '{MMM}', '\n{YYYY}', null, null, null, null, null, 1],
@@ -27,7 +27,49 @@
     [3600, '{HH}:{mm}', '\n{MMM} {D} {YYYY}', null, '\n{MMM} {D}', null, null, null, 1],
     [60, '{HH}:{mm}', '\n{MMM} {D} {YYYY}', null, '\n{MMM} {D}', null, null, null, 1],
     [1, ':{ss}', '\n{MMM} {D} {YYYY} {HH}:{mm}', null, '\n{MMM} {D} {HH}:{mm}', null, '\n{HH}:{mm}', null, 1],
-  ];
+  ].map((r) => [r[0]].concat(r.slice(1, 8).map((f) => f && uPlot.fmtDate(f))));
+  const utc = (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC');
+  const LABEL_GAP = 6; // px the time axis keeps between two labels on a line
+  let measurer = null;
+
+  // timeLabels labels the time axis's ticks (splits, in seconds, incr
+  // apart and space px apart) from TIME_TICKS as uPlot would: each tick its
+  // format, and the first tick and each tick that starts a new year, month,
+  // day, hour or minute a second line that says so. One change: the first
+  // tick's second line, the long one with the year, moves to the next tick
+  // that has a second line when the two lines would touch, as they do when
+  // a 7-day range starts after midnight and its ticks are 12 hours apart
+  // (12:00 "Nov 18 2026" beside 00:00 "Nov 19").
+  function timeLabels(u, splits, axisIdx, space, incr) {
+    const row = TIME_TICKS.find((r) => incr >= r[0]) || TIME_TICKS[TIME_TICKS.length - 1];
+    let prev = null;
+    const lines = splits.map((s) => {
+      const d = utc(s);
+      const parts = [d.getFullYear(), d.getMonth(), d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds()];
+      // The first part that changed and has a format, as uPlot picks it.
+      const i = parts.findIndex((v, i) => (!prev || v !== prev[i]) && row[i + 2]);
+      prev = parts;
+      return [row[1](d), i < 0 ? '' : row[i + 2](d)];
+    });
+    const next = lines.findIndex((l, i) => i > 0 && l[1]);
+    if (lines.length && lines[0][1] && next > 0) {
+      const apart = ((splits[next] - splits[0]) / incr) * space;
+      const w = (text) => textWidth(u, axisIdx, text.replace('\n', ''));
+      if (apart - w(lines[0][1]) / 2 - w(lines[next][1]) / 2 < LABEL_GAP) {
+        lines[next][1] = row[2](utc(splits[next]));
+        lines[0][1] = '';
+      }
+    }
+    return lines.map((l) => l[0] + l[1]);
+  }
+
+  // textWidth is how wide text is drawn on axis axisIdx, in CSS px.
+  function textWidth(u, axisIdx, text) {
+    measurer = measurer || document.createElement('canvas').getContext('2d');
+    const font = u.axes[axisIdx].font; // [the font scaled to the device's pixels, its size in them]
+    measurer.font = font[0];
+    return measurer.measureText(text).width / (uPlot.pxRatio || devicePixelRatio);
+  }
   const nf = new Intl.NumberFormat('en-US');
   const rcuf = new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 });
 
@@ -373,7 +415,7 @@
       legend: { live: true },
       scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1] } },
       axes: [
-        { stroke: '#57606a', grid: { stroke: '#eaeef2', width: 1 }, ticks: { stroke: '#d0d7de', width: 1 }, values: TIME_TICKS },
+        { stroke: '#57606a', grid: { stroke: '#eaeef2', width: 1 }, ticks: { stroke: '#d0d7de', width: 1 }, values: timeLabels },
         { stroke: '#57606a', grid: { stroke: '#eaeef2', width: 1 }, ticks: { show: false }, size: 48,
           values: (u, vals) => vals.map((v) => (Number.isInteger(v) ? nf.format(v) : '')) },
       ],

@@ -93,7 +93,8 @@ type drawnText struct {
 }
 
 // TestTimeAxisLabelsApart: at 390 px (a phone) and at 1280 px, over 1
-// hour, 6 and 24 hours across a UTC midnight, 7 days and 31 days, no two
+// hour, 6 and 24 hours across a UTC midnight, 7 days (one of them from
+// just after a midnight, its first tick at noon) and 31 days, no two
 // labels of the time axis touch: each is at least 6 px from the next on
 // its line, as the canvas measures them.
 func TestTimeAxisLabelsApart(t *testing.T) {
@@ -112,7 +113,7 @@ func TestTimeAxisLabelsApart(t *testing.T) {
 		for _, rng := range []struct{ name, query string }{
 			{"1h", custom(-30*time.Minute, 30*time.Minute)}, {"6h", custom(-3*time.Hour, 3*time.Hour)},
 			{"24h", custom(-7*time.Hour, 17*time.Hour)}, {"24h-late", custom(-150*time.Minute, 1290*time.Minute)},
-			{"7d", "range=7d"}, {"31d", "range=31d"},
+			{"7d", "range=7d"}, {"7d-after-midnight", custom(-7*24*time.Hour+15*time.Minute, 15*time.Minute)}, {"31d", "range=31d"},
 		} {
 			t.Run(c.name+"/"+rng.name, func(t *testing.T) {
 				ctx := tab(t, c.width, c.height, c.opts...)
