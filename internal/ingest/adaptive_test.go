@@ -28,6 +28,7 @@ import (
 // alone, and nothing is lost. Compressed: the model's and the handler's
 // clock run ten times the wall's.
 func TestThrottledSourceIsRaised(t *testing.T) {
+	t.Parallel() // a simulation: bound to its clock, not the CPU (see simClock)
 	endpoint := testddb.Endpoint(t)
 	table := testddb.Table(t)
 	proxy := faultproxy.For(t, endpoint)

@@ -34,6 +34,7 @@ import (
 // once, and GET /v1/sources lists every source. The test logs each key
 // space's busiest key.
 func TestMidnightStartOfManySources(t *testing.T) {
+	t.Parallel() // a simulation: bound to its clock, not the CPU (see simClock)
 	const (
 		scale      = 100.0
 		sources    = 1000

@@ -32,6 +32,7 @@ import (
 // machine carries; the records received before the raise takes effect stay
 // on that one key, and the test waits for them to drain.
 func TestQuarantineFloodIsSpread(t *testing.T) {
+	t.Parallel() // a simulation: bound to its clock, not the CPU (see simClock)
 	const (
 		scale  = 15.0 // key ceilings, this many times smaller than life
 		speed  = 15.0 // simulated seconds per wall-clock second

@@ -27,6 +27,12 @@ import (
 // model throttled by event time, and a reader of every event on one path.
 
 // simClock runs speed times faster than the wall clock from start.
+//
+// The simulations that run on one (ramp, overload, quarantine, midnight,
+// throttled source) spend most of their wall time waiting for it, so they
+// run in parallel with each other: after the package's other tests, at
+// most -test.parallel at once (GOMAXPROCS by default, two on a 2-core
+// machine), each on its own table, proxy and containers.
 type simClock struct {
 	start, real time.Time
 	speed       float64
