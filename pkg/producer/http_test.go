@@ -171,14 +171,14 @@ func TestHTTPRetryAfterCapped(t *testing.T) {
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	h := producer.NewHTTP(srv.URL, producer.WithMaxRetryAfter(20*time.Millisecond), producer.WithAttempts(3))
-	start := time.Now()
-	res, err := h.Send(context.Background(), ev(0, 1), ev(1, 1))
+	// An uncapped wait (an hour) would end in the context's deadline
+	// instead of the third answer.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := h.Send(ctx, ev(0, 1), ev(1, 1))
 	var se *producer.StatusError
 	if !errors.As(err, &se) || se.Status != 503 {
-		t.Fatalf("err %v, want a 503 StatusError after 3 attempts", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("Send took %v; Retry-After should be capped at 20ms", d)
+		t.Fatalf("err %v, want a 503 StatusError after 3 attempts, each Retry-After capped at 20ms", err)
 	}
 	if res.Requests != 3 || len(res.Failed) != 2 || res.Accepted != 0 {
 		t.Fatalf("result %+v", res)
