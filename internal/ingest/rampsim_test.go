@@ -28,11 +28,16 @@ import (
 
 // simClock runs speed times faster than the wall clock from start.
 //
-// The simulations that run on one (ramp, overload, quarantine, midnight,
-// throttled source) spend most of their wall time waiting for it, so they
-// run in parallel with each other: after the package's other tests, at
-// most -test.parallel at once (GOMAXPROCS by default, two on a 2-core
-// machine), each on its own table, proxy and containers.
+// The simulations that run on one spend most of their wall time waiting
+// for it. Three of them (quarantine, midnight, throttled source) run in
+// parallel with each other: after the package's other tests, at most
+// -test.parallel at once (GOMAXPROCS by default, two on a 2-core machine),
+// each on its own table, proxy and containers. The ramp and the overload
+// run alone: starved of CPU (a stall of the delivery loop, then a burst),
+// their policy extrapolated a rise that was not there and raised again.
+// Beside another simulation, under -race on 2 cores, the ramp compounded
+// its raises in 1 make test of 9, and at -p 3 in 1 of 2; the overload
+// raised twice at -p 4.
 type simClock struct {
 	start, real time.Time
 	speed       float64
