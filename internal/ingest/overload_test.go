@@ -39,8 +39,7 @@ import (
 // handlers' and their pacers' run speed times faster than the wall, and
 // traffic and key ceilings are scale times smaller.
 func TestGSIOverloadIsSpreadOnce(t *testing.T) {
-	// Not parallel: beside another simulation, under -race on 2 cores, it
-	// compounded its raises in 1 make test of 9 (see simClock).
+	// Not parallel with the other simulations: simClock says why.
 	const (
 		scale    = 15.0 // traffic and key ceilings, this many times smaller than life
 		speed    = 15.0 // simulated seconds per wall-clock second
