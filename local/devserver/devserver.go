@@ -8,7 +8,6 @@ package devserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -53,35 +52,28 @@ type Options struct {
 	Getenv              func(string) string // the ingest configuration's environment
 	Out                 io.Writer           // progress and results
 	DDBLog              *os.File            // DynamoDB Local's output; nil discards it
-	OnServing           func(url string)    // called once the API is listening (for tests)
 	OnKinesis           func(Kinesis)       // called once the stream is polled (for tests)
 }
 
-// Serve runs Run in the background and returns once the API is
-// listening: its URL, and stop, which ends the run and returns how it
-// ended. When the run ends before the API listens, Serve returns its error.
+// Serve is Run for tests: it starts everything, replays the samples and
+// prints the help as Run does, then returns, the API listening: its URL,
+// and stop, which stops everything and returns the API server's error if
+// it failed meanwhile.
 func Serve(ctx context.Context, o Options) (url string, stop func() error, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	serving := make(chan string, 1)
-	then := o.OnServing
-	o.OnServing = func(u string) {
-		if then != nil {
-			then(u)
-		}
-		serving <- u
-	}
-	go func() { done <- Run(ctx, o) }()
-	select {
-	case url = <-serving:
-		return url, func() error { cancel(); return <-done }, nil
-	case err = <-done:
-		cancel()
-		if err == nil {
-			err = errors.New("the local server ended before it listened")
-		}
+	s, err := startWithSamples(ctx, o)
+	if err != nil {
 		return "", nil, err
 	}
+	return s.URL, func() error {
+		var err error
+		select {
+		case e := <-s.serveErr:
+			err = fmt.Errorf("API server: %w", e)
+		default:
+		}
+		s.Close()
+		return err
+	}, nil
 }
 
 // Server is the local stack, running: Start returns one, serving the API
@@ -217,43 +209,59 @@ func (s *Server) Close() error {
 // Run starts everything, replays the samples, prints what was stored and
 // how to go on, and serves until ctx is done; then it stops everything.
 func Run(ctx context.Context, o Options) error {
-	s, err := Start(ctx, o)
+	s, err := startWithSamples(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	out := o.Out
-	if o.Samples != "" {
-		if err := sendSamples(ctx, out, s.ingest, s.URL, o.Samples); err != nil {
-			return err
-		}
-		stored, err := printStored(ctx, out, s.client, o.Table)
-		if err != nil {
-			return err
-		}
-		if err := sampleQuery(ctx, out, s.URL, o.Samples); err != nil {
-			return err
-		}
-		if err := dashboards(ctx, out, s.URL, stored); err != nil {
-			return err
-		}
-		if err := archived(ctx, out, s.ArchiveDir, stored); err != nil {
-			return err
-		}
-	}
-	if err := s.help(out); err != nil {
-		return err
-	}
-	if o.OnServing != nil {
-		o.OnServing(s.URL)
-	}
 	select {
 	case <-ctx.Done():
-		fmt.Fprintln(out, "\nshutting down")
+		fmt.Fprintln(o.Out, "\nshutting down")
 		return nil
 	case err := <-s.serveErr:
 		return fmt.Errorf("API server: %w", err)
 	}
+}
+
+// startWithSamples is Start, then the samples replayed and the help
+// printed: what Run and Serve do before serving.
+func startWithSamples(ctx context.Context, o Options) (*Server, error) {
+	s, err := Start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.samples(ctx, o.Out); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.help(o.Out); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// samples replays the samples of Options.Samples, if any, and prints
+// what was stored, the sample query's answer, the dashboards and the
+// archive.
+func (s *Server) samples(ctx context.Context, out io.Writer) error {
+	if s.o.Samples == "" {
+		return nil
+	}
+	if err := sendSamples(ctx, out, s.ingest, s.URL, s.o.Samples); err != nil {
+		return err
+	}
+	stored, err := printStored(ctx, out, s.client, s.o.Table)
+	if err != nil {
+		return err
+	}
+	if err := sampleQuery(ctx, out, s.URL, s.o.Samples); err != nil {
+		return err
+	}
+	if err := dashboards(ctx, out, s.URL, stored); err != nil {
+		return err
+	}
+	return archived(ctx, out, s.ArchiveDir, stored)
 }
 
 // helpText is what Run prints once everything runs: how to send events and
