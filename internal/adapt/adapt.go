@@ -122,9 +122,10 @@ type Policy struct {
 // summed is a source's demand as the writers' sum gave it at a time,
 // under counts.
 type summed struct {
-	at     time.Time
-	under  Counts
-	demand shardmap.Rates
+	at      time.Time
+	under   Counts
+	writers int // how many writers' measures were summed
+	demand  shardmap.Rates
 }
 
 // window holds a source's samples in one-second slots, taken while the

@@ -313,3 +313,42 @@ func TestASummedRiseIsPlannedFor(t *testing.T) {
 		t.Fatalf("a step, then steady: %+v %v", d, ok)
 	}
 }
+
+// TestOneRiseIsNotARamp: sums that rise once, however steeply, are
+// planned for as they are now. Read eight minutes ahead, the last window's
+// rise of a burst (a stalled writer catching up) or of a writer whose
+// report joins the sum would plan many times the source's keys: the ramp
+// test compounded 7/12 -> 27/27 so on a loaded machine.
+func TestOneRiseIsNotARamp(t *testing.T) {
+	cur := Counts{4, 1}
+	for _, c := range []struct {
+		name    string
+		sums    [3]float64
+		writers [3]int
+	}{
+		{"burst", [3]float64{1000, 1100, 2000}, [3]int{2, 2, 2}},
+		{"dip then catch-up", [3]float64{1000, 1100, 1900}, [3]int{2, 2, 2}},
+		{"a writer joins", [3]float64{1000, 1150, 2300}, [3]int{1, 1, 2}},
+		{"a writer joins a ramp", [3]float64{1000, 1200, 2800}, [3]int{1, 2, 2}},
+	} {
+		p := &Policy{KeyWCU: 1000}
+		var d Decision
+		var ok bool
+		for i, sum := range c.sums {
+			now := t0.Add(time.Duration(i) * 10 * time.Second)
+			d, ok = p.ForDemand(c.name, now, cur, cur, shardmap.Rates{Table: sum, GSI: sum}, c.writers[i], true)
+		}
+		if !ok || d.Demand != c.sums[2] || strings.Contains(d.Reason, "rising") {
+			t.Errorf("%s %v: %+v %v, want planned for %.0f as it is", c.name, c.sums, d, ok, c.sums[2])
+		}
+	}
+	// A steady ramp read by the same writers is still continued.
+	p := &Policy{KeyWCU: 1000}
+	var d Decision
+	for i, sum := range []float64{1000, 1300, 1650} {
+		d, _ = p.ForDemand("ramp", t0.Add(time.Duration(i)*10*time.Second), cur, cur, shardmap.Rates{Table: sum, GSI: sum}, 2, true)
+	}
+	if want := 1650 + 650.0/20*DefaultHorizon.Seconds(); d.Demand != want || !strings.Contains(d.Reason, "rising") {
+		t.Errorf("ramp 1000, 1300, 1650: planned for %.0f (%s), want %.0f", d.Demand, d.Reason, want)
+	}
+}

@@ -39,7 +39,7 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	if throttled {
 		reason = "throttled"
 	}
-	if ahead, ok := p.rising(source, now, cur, demand); ok {
+	if ahead, ok := p.rising(source, now, cur, demand, writers); ok {
 		demand, reason = ahead, reason+", rising"
 	}
 	d := Decision{Demand: max(demand.Table, demand.GSI)}
@@ -69,36 +69,52 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	return d, true
 }
 
-// rising remembers demand as source's at now, a window or more after the
-// sum it remembers, and when the last three sums rose by TrendRise or more
-// each (a ramp, not a step), returns demand continued linearly to the
-// horizon, at most MaxGrowth times.
-func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardmap.Rates) (shardmap.Rates, bool) {
+// rising remembers demand, the sum of writers' measures, as source's at
+// now, a window or more after the sum it remembers, and when the last
+// three sums are a ramp, returns demand continued to the horizon at the
+// ramp's slope over both windows, at most MaxGrowth times. A ramp rises
+// by TrendRise or more over each window, and steadily: the slower
+// window's slope is at least half the faster's. Whatever rises once, a
+// step in the traffic, a burst after a stalled writer catches up, a
+// writer whose report joins the sum, is planned for as it is now: read a
+// window's rise eight minutes ahead, a step would plan fifty times its
+// size.
+func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardmap.Rates, writers int) (shardmap.Rates, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.sums == nil || len(p.sums) > 1<<16 {
 		p.sums = map[string][2]summed{}
 	}
 	prev, ok := p.sums[source]
-	dt := now.Sub(prev[1].at)
-	if ok && dt < p.window() && prev[1].under == cur {
+	if ok && now.Sub(prev[1].at) < p.window() && prev[1].under == cur && prev[1].writers == writers {
 		return demand, false // too soon to tell a rise: keep the older sums
 	}
-	p.sums[source] = [2]summed{prev[1], {now, cur, demand}}
+	p.sums[source] = [2]summed{prev[1], {now, cur, writers, demand}}
 	// Sums read under other counts measured other keys: a rise across a
-	// raise is the backlog the raise let through.
-	if !ok || prev[0].at.IsZero() || now.Sub(prev[0].at) > 4*p.window() || prev[0].under != cur || prev[1].under != cur {
+	// raise is the backlog the raise let through. Sums of other writers
+	// add up other shares of the source.
+	for _, s := range prev {
+		if !ok || s.at.IsZero() || s.under != cur || s.writers != writers {
+			return demand, false
+		}
+	}
+	if now.Sub(prev[0].at) > 4*p.window() {
 		return demand, false
 	}
 	horizon := p.Horizon
 	if horizon <= 0 {
 		horizon = DefaultHorizon
 	}
+	t1, t2 := prev[1].at.Sub(prev[0].at).Seconds(), now.Sub(prev[1].at).Seconds()
 	ahead := func(d0, d1, d2 float64) float64 {
 		if d0 <= 0 || d1 < TrendRise*d0 || d2 < TrendRise*d1 {
 			return d2
 		}
-		return min(MaxGrowth*d2, d2+(d2-d1)/dt.Seconds()*horizon.Seconds())
+		s1, s2 := (d1-d0)/t1, (d2-d1)/t2
+		if min(s1, s2) < max(s1, s2)/2 {
+			return d2 // one rise, not a ramp
+		}
+		return min(MaxGrowth*d2, d2+(d2-d0)/(t1+t2)*horizon.Seconds())
 	}
 	out := shardmap.Rates{Table: ahead(prev[0].demand.Table, prev[1].demand.Table, demand.Table),
 		GSI: ahead(prev[0].demand.GSI, prev[1].demand.GSI, demand.GSI)}
