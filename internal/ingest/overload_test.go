@@ -39,7 +39,7 @@ import (
 // handlers' and their pacers' run speed times faster than the wall, and
 // traffic and key ceilings are scale times smaller.
 func TestGSIOverloadIsSpreadOnce(t *testing.T) {
-	// Not parallel with the other simulations: simClock says why.
+	t.Parallel() // a simulation: bound to its clock, not the CPU (see simClock)
 	const (
 		scale    = 15.0 // traffic and key ceilings, this many times smaller than life
 		speed    = 15.0 // simulated seconds per wall-clock second

@@ -47,7 +47,7 @@ import (
 // drain through four keys than the source takes to build a new backlog.
 // bench/heatsim runs the 50,000 events/s ramp without scaling.
 func TestAdaptiveShardingUnderARamp(t *testing.T) {
-	// Not parallel with the other simulations: simClock says why.
+	t.Parallel() // a simulation: bound to its clock, not the CPU (see simClock)
 	const (
 		scale   = 250.0 // traffic and key ceilings, this many times smaller than life
 		speed   = 15.0  // simulated seconds per wall-clock second: 300 events a wall second at the peak, which a loaded machine still carries through DynamoDB Local

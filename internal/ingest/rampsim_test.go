@@ -29,15 +29,14 @@ import (
 // simClock runs speed times faster than the wall clock from start.
 //
 // The simulations that run on one spend most of their wall time waiting
-// for it. Three of them (quarantine, midnight, throttled source) run in
-// parallel with each other: after the package's other tests, at most
-// -test.parallel at once (GOMAXPROCS by default, two on a 2-core machine),
-// each on its own table, proxy and containers. The ramp and the overload
-// run alone: starved of CPU (a stall of the delivery loop, then a burst),
-// their policy extrapolated a rise that was not there and raised again.
-// Beside another simulation, under -race on 2 cores, the ramp compounded
-// its raises in 1 make test of 9, and at -p 3 in 1 of 2; the overload
-// raised twice at -p 4.
+// for it, so they run in parallel with each other: after the package's
+// other tests, at most -test.parallel at once (GOMAXPROCS by default, two
+// on a 2-core machine), each on its own table, proxy and containers.
+// Starved of CPU, a simulation's delivery loop stalls, then catches up in
+// a burst: the writers' summed demand rises once, steeply. Until the
+// policy took only a steady rise for a ramp (adapt.Policy.rising), the
+// ramp read such a burst eight minutes ahead and compounded its raises,
+// beside another simulation in 1 make test of 9.
 type simClock struct {
 	start, real time.Time
 	speed       float64
