@@ -12,7 +12,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 
-.PHONY: run test build synth deploy bench fuzz deps java vet clean
+.PHONY: run test build synth deploy bench fuzz deps java vet fmt clean
 
 ## run: start DynamoDB Local, kinesalite and a local S3, create the table and stream, serve the API on localhost:8080, poll the stream, replay events/
 run: deps java
@@ -22,12 +22,20 @@ run: deps java
 ## test: gofmt check, go vet, and every test; the race detector on everything but the CDK app
 ## (its tests drive jsii's Node process, and instrumenting them finds nothing of ours) and
 ## five of the query package's tests (NORACE, below)
-test: deps java vet
-	$(GO) test -count=1 -trimpath -run '$(NORACE)' ./internal/query & norace=$$!; \
+test: deps java fmt
+	( nice $(GO) vet -trimpath ./...; v=$$?; \
+	  nice $(GO) test -count=1 -trimpath -run '$(NORACE)' ./internal/query; q=$$?; \
+	  nice $(GO) test -count=1 -trimpath ./infra/...; i=$$?; \
+	  [ $$v -eq 0 ] && [ $$q -eq 0 ] && [ $$i -eq 0 ] ) & plain=$$!; \
 	$(GO) test -count=1 -trimpath -race -skip '$(NORACE)' $(FIRST) $$($(GO) list ./... | grep -v -e '/infra' $(FIRST:./%=-e '/%$$')); race=$$?; \
-	wait $$norace; norace=$$?; [ $$race -eq 0 ] && [ $$norace -eq 0 ]
-	$(GO) test -count=1 -trimpath ./infra/...
+	wait $$plain; plain=$$?; [ $$race -eq 0 ] && [ $$plain -eq 0 ]
 
+# go vet and the tests without the race detector (NORACE's, the CDK app's)
+# run beside the race run, at a lower priority: the race run's ingest
+# package is the longest path, and its simulations leave the CPU idle while
+# they wait on their clock. vet builds with -trimpath, as the tests do, so
+# on a fresh machine the non-race packages it compiles are theirs too.
+#
 # -trimpath: what is compiled and linked does not depend on where the clone
 # is, so a fresh clone reuses the build cache (building the race-instrumented
 # test binaries of a fresh clone took 75 s without it, 28 s with it).
@@ -47,10 +55,12 @@ FIRST := ./internal/ingest ./ops/explorer/browsertest ./internal/counts ./bench/
 # `go test -race ./...` still runs them all.
 NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload)$$
 
-vet:
+vet: fmt
+	$(GO) vet -trimpath ./...
+
+fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
-	$(GO) vet ./...
 
 ## build: the four Lambda binaries for provided.al2023 on arm64
 build:
