@@ -227,8 +227,9 @@ func (st *adaptive) forDemand(w *writer, source string, t time.Time, cur, last a
 	}
 	var sum shardmap.Rates
 	n := 0
-	for _, r := range rs {
-		if t.Sub(r.at) <= fresh {
+	for _, w := range st.writers { // in their order: a float sum's digits depend on it
+		r, ok := rs[w]
+		if ok && t.Sub(r.at) <= fresh {
 			sum.Table += r.rates.Table
 			sum.GSI += r.rates.GSI
 			n++

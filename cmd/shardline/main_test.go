@@ -28,7 +28,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"heatsim", "-rate", "-1"}, 1, "", "must be positive"},
 		{[]string{"heatsim", "-ramp", "-writers", "4", "-markdown"}, 0, "| shardline, adaptive from 4/1, 4 writers | ", ""},
 		{[]string{"heatsim", "-ramp", "-rise", "2m", "-hold", "1m"}, 0, "11:50:14 → 11:52", ""},
-		{[]string{"heatsim", "-ramp", "-writers", "1", "-markdown"}, 0, "→ 11:52, 11:58: 61/61 (throttled, rising:", ""},
+		{[]string{"heatsim", "-ramp", "-writers", "1", "-markdown"}, 0, "→ 11:52, 11:58: 62/62 (throttled, rising:", ""},
 		{[]string{"heatsim", "-ramp", "-ramp-from", "0"}, 1, "", "-ramp-from must be positive"},
 		{[]string{"bench", "-events", "0"}, 1, "", "must be positive"},
 		{[]string{"help", "bogus"}, 2, "", "unknown command"},

@@ -116,7 +116,7 @@ type Policy struct {
 
 	mu   sync.Mutex
 	src  map[string]*window
-	sums map[string][2]summed // the last two sums ForDemand kept, a window or more apart, per source
+	sums map[string][trend - 1]summed // the last sums ForDemand kept, a window or more apart, per source
 }
 
 // summed is a source's demand as the writers' sum gave it at a time,

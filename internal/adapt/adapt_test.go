@@ -231,8 +231,10 @@ func TestForget(t *testing.T) {
 // events/s a minute, sent through four writers that each see a quarter of
 // it and none throttled yet, is planned for at the rate it will have when
 // a raise decided now takes effect, not at the rate of now, and not at the
-// quarter one writer sees. A flat source at the same rate is under its
-// key: left alone.
+// quarter one writer sees: it passes its GSI key before its sums have
+// risen over three windows, and the step raised for then is raised again
+// once they have. A flat source at the same rate is under its key: left
+// alone.
 func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
 	cur := Counts{4, 1}
 	for _, c := range []struct {
@@ -242,7 +244,8 @@ func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
 		ps := []*Policy{{}, {}, {}, {}}
 		var d Decision
 		var raised bool
-		for s := range 41 {
+		last := cur // the last step: pending once raised
+		for s := range 61 {
 			now := t0.Add(time.Duration(s) * time.Second)
 			n := 800 // events a second, the four writers together
 			if c.rising {
@@ -270,9 +273,12 @@ func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
 			if n == 0 {
 				continue // under ReportShare of its key: 45 WCU/s a writer at 9 s
 			}
-			d, raised = ps[0].ForDemand(c.name, now, cur, cur, sum, n, false)
-			if raised {
+			d, raised = ps[0].ForDemand(c.name, now, cur, last, sum, n, false)
+			if raised && strings.Contains(d.Reason, "rising") {
 				break
+			}
+			if raised {
+				last = d.To
 			}
 		}
 		switch {
@@ -280,7 +286,7 @@ func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
 			t.Fatalf("flat 800 WCU/s: %+v", d)
 		case !c.rising:
 		case !raised:
-			t.Fatal("a rising source was not raised")
+			t.Fatalf("a rising source was not raised for its rise (last step %+v)", last)
 		case !strings.HasPrefix(d.Reason, "rate, rising: 4 writers"):
 			t.Fatalf("reason %q", d.Reason)
 		case d.To.Shards < 25 || d.To.GSIShards < 25:
@@ -290,13 +296,14 @@ func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
 	}
 }
 
-// TestASummedRiseIsPlannedFor: the writers' sum rose from 1,100 to 1,500
-// to 2,000 WCU/s, ten seconds apart: the raise plans for where it is
+// TestASummedRiseIsPlannedFor: the writers' sum rose from 800 to 1,100 to
+// 1,500 to 2,000 WCU/s, ten seconds apart: the raise plans for where it is
 // heading when a raise decided now starts, eight minutes on; a step up,
 // and a steady sum, plan for now.
 func TestASummedRiseIsPlannedFor(t *testing.T) {
 	p := &Policy{KeyWCU: 1000}
 	cur := Counts{4, 1}
+	p.ForDemand("r", t0.Add(-20*time.Second), cur, cur, shardmap.Rates{Table: 800, GSI: 800}, 8, true)
 	p.ForDemand("r", t0.Add(-10*time.Second), cur, cur, shardmap.Rates{Table: 1100, GSI: 1100}, 8, true)
 	if d, ok := p.ForDemand("r", t0, cur, cur, shardmap.Rates{Table: 1500, GSI: 1500}, 8, true); !ok || d.To != (Counts{4, 3}) {
 		t.Fatalf("1,500 WCU/s: %+v %v, want the GSI at 3", d, ok)
@@ -304,7 +311,7 @@ func TestASummedRiseIsPlannedFor(t *testing.T) {
 	d, ok := p.ForDemand("r", t0.Add(10*time.Second), cur, cur, shardmap.Rates{Table: 2000, GSI: 2000}, 8, true)
 	// (A sum half a window on is too soon to tell: the older one stays.)
 	if !ok || !strings.HasPrefix(d.Reason, "throttled, rising") || d.Demand < 20000 {
-		t.Fatalf("rising to 2,000 WCU/s: %+v %v, want planned for about 26,000", d, ok)
+		t.Fatalf("rising to 2,000 WCU/s: %+v %v, want planned for about 21,000", d, ok)
 	}
 	q := &Policy{KeyWCU: 1000}
 	q.ForDemand("f", t0.Add(-10*time.Second), cur, cur, shardmap.Rates{Table: 500, GSI: 500}, 8, true)
@@ -314,22 +321,23 @@ func TestASummedRiseIsPlannedFor(t *testing.T) {
 	}
 }
 
-// TestOneRiseIsNotARamp: sums that rise once, however steeply, are
-// planned for as they are now. Read eight minutes ahead, the last window's
-// rise of a burst (a stalled writer catching up) or of a writer whose
-// report joins the sum would plan many times the source's keys: the ramp
-// test compounded 7/12 -> 27/27 so on a loaded machine.
+// TestOneRiseIsNotARamp: sums that do not rise steadily over three
+// windows are planned for as they are now. Continued eight minutes ahead,
+// a burst (a stalled writer catching up), a writer whose report joins the
+// sum, or two rises in a flat source's noise would plan many times the
+// source's keys: the ramp test compounded 7/12 -> 27/27 so on a loaded
+// machine, and the overload test raised a flat source's GSI to 12.
 func TestOneRiseIsNotARamp(t *testing.T) {
 	cur := Counts{4, 1}
 	for _, c := range []struct {
 		name    string
-		sums    [3]float64
-		writers [3]int
+		sums    [trend]float64
+		writers [trend]int
 	}{
-		{"burst", [3]float64{1000, 1100, 2000}, [3]int{2, 2, 2}},
-		{"dip then catch-up", [3]float64{1000, 1100, 1900}, [3]int{2, 2, 2}},
-		{"a writer joins", [3]float64{1000, 1150, 2300}, [3]int{1, 1, 2}},
-		{"a writer joins a ramp", [3]float64{1000, 1200, 2800}, [3]int{1, 2, 2}},
+		{"burst", [trend]float64{1000, 1100, 1210, 2200}, [trend]int{2, 2, 2, 2}},
+		{"a writer joins", [trend]float64{1000, 1150, 1300, 2600}, [trend]int{1, 1, 1, 2}},
+		{"a writer joins a ramp", [trend]float64{1000, 1200, 1400, 2800}, [trend]int{1, 1, 2, 2}},
+		{"noise: a dip, then two rises", [trend]float64{1000, 900, 1000, 1150}, [trend]int{4, 4, 4, 4}},
 	} {
 		p := &Policy{KeyWCU: 1000}
 		var d Decision
@@ -338,17 +346,17 @@ func TestOneRiseIsNotARamp(t *testing.T) {
 			now := t0.Add(time.Duration(i) * 10 * time.Second)
 			d, ok = p.ForDemand(c.name, now, cur, cur, shardmap.Rates{Table: sum, GSI: sum}, c.writers[i], true)
 		}
-		if !ok || d.Demand != c.sums[2] || strings.Contains(d.Reason, "rising") {
-			t.Errorf("%s %v: %+v %v, want planned for %.0f as it is", c.name, c.sums, d, ok, c.sums[2])
+		if want := c.sums[trend-1]; !ok || d.Demand != want || strings.Contains(d.Reason, "rising") {
+			t.Errorf("%s %v: %+v %v, want planned for %.0f as it is", c.name, c.sums, d, ok, want)
 		}
 	}
 	// A steady ramp read by the same writers is still continued.
 	p := &Policy{KeyWCU: 1000}
 	var d Decision
-	for i, sum := range []float64{1000, 1300, 1650} {
+	for i, sum := range []float64{1000, 1300, 1650, 2000} {
 		d, _ = p.ForDemand("ramp", t0.Add(time.Duration(i)*10*time.Second), cur, cur, shardmap.Rates{Table: sum, GSI: sum}, 2, true)
 	}
-	if want := 1650 + 650.0/20*DefaultHorizon.Seconds(); d.Demand != want || !strings.Contains(d.Reason, "rising") {
-		t.Errorf("ramp 1000, 1300, 1650: planned for %.0f (%s), want %.0f", d.Demand, d.Reason, want)
+	if want := 2000 + 1000.0/30*DefaultHorizon.Seconds(); d.Demand != want || !strings.Contains(d.Reason, "rising") {
+		t.Errorf("ramp 1000, 1300, 1650, 2000: planned for %.0f (%s), want %.0f", d.Demand, d.Reason, want)
 	}
 }

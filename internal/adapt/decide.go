@@ -71,55 +71,68 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 
 // rising remembers demand, the sum of writers' measures, as source's at
 // now, a window or more after the sum it remembers, and when the last
-// three sums are a ramp, returns demand continued to the horizon at the
-// ramp's slope over both windows, at most MaxGrowth times. A ramp rises
-// by TrendRise or more over each window, and steadily: the slower
-// window's slope is at least half the faster's. Whatever rises once, a
-// step in the traffic, a burst after a stalled writer catches up, a
-// writer whose report joins the sum, is planned for as it is now: read a
-// window's rise eight minutes ahead, a step would plan fifty times its
-// size.
+// four sums are a ramp, returns demand continued to the horizon at the
+// ramp's slope over the three windows, at most MaxGrowth times. A ramp
+// rises by TrendRise or more over each window, and steadily: the slowest
+// window's rise is at least half the fastest's. Whatever rises once or
+// twice, a step in the traffic, a burst after a stalled writer catches
+// up, a writer whose report joins the sum, the noise of a flat source's
+// sums, is planned for as it is now: continued eight minutes ahead, a
+// window's rise of 10 % is a plan for five times the demand.
 func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardmap.Rates, writers int) (shardmap.Rates, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.sums == nil || len(p.sums) > 1<<16 {
-		p.sums = map[string][2]summed{}
+		p.sums = map[string][trend - 1]summed{}
 	}
 	prev, ok := p.sums[source]
-	if ok && now.Sub(prev[1].at) < p.window() && prev[1].under == cur && prev[1].writers == writers {
+	last := prev[len(prev)-1]
+	if ok && now.Sub(last.at) < p.window() && last.under == cur && last.writers == writers {
 		return demand, false // too soon to tell a rise: keep the older sums
 	}
-	p.sums[source] = [2]summed{prev[1], {now, cur, writers, demand}}
+	sums := append(prev[1:], summed{now, cur, writers, demand})
+	p.sums[source] = [trend - 1]summed(sums)
+	sums = append(prev[:1:1], sums...)
 	// Sums read under other counts measured other keys: a rise across a
 	// raise is the backlog the raise let through. Sums of other writers
 	// add up other shares of the source.
-	for _, s := range prev {
+	for _, s := range sums {
 		if !ok || s.at.IsZero() || s.under != cur || s.writers != writers {
 			return demand, false
 		}
 	}
-	if now.Sub(prev[0].at) > 4*p.window() {
+	span := now.Sub(sums[0].at)
+	if span > time.Duration(2*len(sums))*p.window() {
 		return demand, false
 	}
 	horizon := p.Horizon
 	if horizon <= 0 {
 		horizon = DefaultHorizon
 	}
-	t1, t2 := prev[1].at.Sub(prev[0].at).Seconds(), now.Sub(prev[1].at).Seconds()
-	ahead := func(d0, d1, d2 float64) float64 {
-		if d0 <= 0 || d1 < TrendRise*d0 || d2 < TrendRise*d1 {
-			return d2
+	ahead := func(d func(summed) float64) float64 {
+		lo, hi := math.Inf(1), 0.0
+		for i := 1; i < len(sums); i++ {
+			d0, d1 := d(sums[i-1]), d(sums[i])
+			if d0 <= 0 || d1 < TrendRise*d0 {
+				return d(sums[len(sums)-1])
+			}
+			slope := (d1 - d0) / sums[i].at.Sub(sums[i-1].at).Seconds()
+			lo, hi = min(lo, slope), max(hi, slope)
 		}
-		s1, s2 := (d1-d0)/t1, (d2-d1)/t2
-		if min(s1, s2) < max(s1, s2)/2 {
-			return d2 // one rise, not a ramp
+		now := d(sums[len(sums)-1])
+		if lo < hi/2 {
+			return now // rises, not a ramp
 		}
-		return min(MaxGrowth*d2, d2+(d2-d0)/(t1+t2)*horizon.Seconds())
+		return min(MaxGrowth*now, now+(now-d(sums[0]))/span.Seconds()*horizon.Seconds())
 	}
-	out := shardmap.Rates{Table: ahead(prev[0].demand.Table, prev[1].demand.Table, demand.Table),
-		GSI: ahead(prev[0].demand.GSI, prev[1].demand.GSI, demand.GSI)}
+	out := shardmap.Rates{Table: ahead(func(s summed) float64 { return s.demand.Table }),
+		GSI: ahead(func(s summed) float64 { return s.demand.GSI })}
 	return out, out != demand
 }
+
+// trend is how many sums, a window or more apart, rising,
+// extrapolates: three windows' rises.
+const trend = 4
 
 func (p *Policy) need(rate float64) int {
 	n := math.Ceil(rate / (p.keyWCU() * bucketing.TargetUtilisation))

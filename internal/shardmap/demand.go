@@ -3,6 +3,8 @@ package shardmap
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,11 +111,13 @@ func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer str
 		fresh = time.Minute
 	}
 	var stale []string
-	for name, v := range out.Attributes {
+	// In the writers' order, so that the sum's digits do not depend on a
+	// map's order.
+	for _, name := range slices.Sorted(maps.Keys(out.Attributes)) {
 		if !strings.HasPrefix(name, demandPrefix) {
 			continue
 		}
-		r, at, ok := decodeReport(v)
+		r, at, ok := decodeReport(out.Attributes[name])
 		if !ok || now.Sub(at) > fresh {
 			stale = append(stale, name)
 			continue
