@@ -90,14 +90,17 @@ func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardma
 	if ok && now.Sub(last.at) < p.window() && last.under == cur && last.writers == writers {
 		return demand, false // too soon to tell a rise: keep the older sums
 	}
-	sums := append(prev[1:], summed{now, cur, writers, demand})
-	p.sums[source] = [trend - 1]summed(sums)
-	sums = append(prev[:1:1], sums...)
+	kept := append(prev[1:], summed{now, cur, writers, demand})
+	p.sums[source] = [trend - 1]summed(kept)
+	if !ok {
+		return demand, false
+	}
+	sums := append(prev[:1:1], kept...) // the trend sums, oldest first
 	// Sums read under other counts measured other keys: a rise across a
 	// raise is the backlog the raise let through. Sums of other writers
 	// add up other shares of the source.
 	for _, s := range sums {
-		if !ok || s.at.IsZero() || s.under != cur || s.writers != writers {
+		if s.at.IsZero() || s.under != cur || s.writers != writers {
 			return demand, false
 		}
 	}
@@ -119,19 +122,19 @@ func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardma
 			slope := (d1 - d0) / sums[i].at.Sub(sums[i-1].at).Seconds()
 			lo, hi = min(lo, slope), max(hi, slope)
 		}
-		now := d(sums[len(sums)-1])
+		latest := d(sums[len(sums)-1])
 		if lo < hi/2 {
-			return now // rises, not a ramp
+			return latest // rises, not a ramp
 		}
-		return min(MaxGrowth*now, now+(now-d(sums[0]))/span.Seconds()*horizon.Seconds())
+		return min(MaxGrowth*latest, latest+(latest-d(sums[0]))/span.Seconds()*horizon.Seconds())
 	}
 	out := shardmap.Rates{Table: ahead(func(s summed) float64 { return s.demand.Table }),
 		GSI: ahead(func(s summed) float64 { return s.demand.GSI })}
 	return out, out != demand
 }
 
-// trend is how many sums, a window or more apart, rising,
-// extrapolates: three windows' rises.
+// trend is how many sums, a window or more apart, rising reads a ramp
+// from: three windows' rises.
 const trend = 4
 
 func (p *Policy) need(rate float64) int {
