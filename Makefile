@@ -23,7 +23,7 @@ run: deps java
 ## (its tests drive jsii's Node process, and instrumenting them finds nothing of ours) and
 ## five of the query package's tests (NORACE, below)
 test: deps java fmt
-	( nice $(GO) vet -trimpath ./...; v=$$?; \
+	( nice $(VET); v=$$?; \
 	  nice $(GO) test -count=1 -trimpath -run '$(NORACE)' ./internal/query; q=$$?; \
 	  nice $(GO) test -count=1 -trimpath ./infra/...; i=$$?; \
 	  [ $$v -eq 0 ] && [ $$q -eq 0 ] && [ $$i -eq 0 ] ) & plain=$$!; \
@@ -55,8 +55,11 @@ FIRST := ./internal/ingest ./ops/explorer/browsertest ./internal/counts ./bench/
 # `go test -race ./...` still runs them all.
 NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload)$$
 
+# go vet as make test runs it, and make vet.
+VET = $(GO) vet -trimpath ./...
+
 vet: fmt
-	$(GO) vet -trimpath ./...
+	$(VET)
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*')); \
