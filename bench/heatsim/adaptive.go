@@ -86,7 +86,7 @@ type Raise struct {
 type decider interface {
 	Observe(source string, now time.Time, cur adapt.Counts, s adapt.Sample)
 	Measure(source string, now time.Time, cur adapt.Counts) (adapt.Measured, bool)
-	ForDemand(source string, now time.Time, cur, last adapt.Counts, demand shardmap.Rates, writers int, throttled bool) (adapt.Decision, bool)
+	ForDemand(source string, now time.Time, cur, last adapt.Counts, demand shardmap.Measure, writers int, throttled bool) (adapt.Decision, bool)
 }
 
 // writer is one writer container: its policy, and its registry, which
@@ -112,8 +112,8 @@ type adaptive struct {
 
 // report is one writer's measure of a source's demand.
 type report struct {
-	at    time.Time
-	rates shardmap.Rates
+	at time.Time
+	m  shardmap.Measure
 }
 
 func newAdaptive(a Adaptive) *adaptive {
@@ -220,18 +220,21 @@ func (st *adaptive) forDemand(w *writer, source string, t time.Time, cur, last a
 		st.reports[source] = rs
 	}
 	prev, again := rs[w]
-	rs[w] = report{t, own.Rates}
+	rs[w] = report{t, own.Measure}
 	fresh := 2 * adapt.DefaultWindow
 	if !again || t.Sub(prev.at) > fresh {
 		return adapt.Decision{}, false
 	}
-	var sum shardmap.Rates
+	var sum shardmap.Measure
 	n := 0
 	for _, w := range st.writers { // in their order: a float sum's digits depend on it
 		r, ok := rs[w]
 		if ok && t.Sub(r.at) <= fresh {
-			sum.Table += r.rates.Table
-			sum.GSI += r.rates.GSI
+			sum.Table += r.m.Table
+			sum.GSI += r.m.GSI
+			sum.Took.Table += r.m.Took.Table
+			sum.Took.GSI += r.m.Took.GSI
+			sum.Refused |= r.m.Refused
 			n++
 		}
 	}

@@ -213,6 +213,6 @@ func (r *recorder) Observe(_ string, _ time.Time, _ adapt.Counts, s adapt.Sample
 func (r *recorder) Measure(string, time.Time, adapt.Counts) (adapt.Measured, bool) {
 	return adapt.Measured{}, false
 }
-func (r *recorder) ForDemand(string, time.Time, adapt.Counts, adapt.Counts, shardmap.Rates, int, bool) (adapt.Decision, bool) {
+func (r *recorder) ForDemand(string, time.Time, adapt.Counts, adapt.Counts, shardmap.Measure, int, bool) (adapt.Decision, bool) {
 	return adapt.Decision{}, false
 }

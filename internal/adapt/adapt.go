@@ -89,6 +89,10 @@ type Sample struct {
 	// again is taken again).
 	WCU, GSIWCU float64
 	Throttled   int // items DynamoDB throttled at least once
+	// TableThrottled and GSIThrottled are the throttled items whose
+	// throttling was laid on their table key, or their GSI key
+	// (writer.Result.Blame): which index refused them.
+	TableThrottled, GSIThrottled int
 	// Fresh is the write units of the items stored past where the writer
 	// had got through the source's events (Policy.Latest) before this
 	// write, for items delivered in arrival order: the traffic it got
@@ -106,9 +110,12 @@ type Sample struct {
 type Policy struct {
 	Max    int           // most shards a raise asks for; default DefaultMax
 	Window time.Duration // traffic a decision weighs; default DefaultWindow
-	// KeyWCU is the write units a second one partition key value takes:
-	// default bucketing.PartitionWCU, DynamoDB's. A test that scales its
-	// traffic down scales this, MinItems and MinThrottled with it.
+	// KeyWCU is the write units a second one partition key value is
+	// expected to take, until its throttling shows less: default
+	// bucketing.PartitionWCU, DynamoDB's nominal figure. A key that
+	// refuses writes takes what it took (Measure, ForDemand). A test that
+	// scales its traffic down scales this nominal figure, MinItems and
+	// MinThrottled with it; it never tells the policy its model's ceiling.
 	KeyWCU       float64
 	MinItems     int           // default DefaultMinItems
 	MinThrottled int           // default DefaultMinThrottled
@@ -171,6 +178,8 @@ func (s *Sample) add(o Sample) {
 	s.WCU += o.WCU
 	s.GSIWCU += o.GSIWCU
 	s.Throttled += o.Throttled
+	s.TableThrottled += o.TableThrottled
+	s.GSIThrottled += o.GSIThrottled
 	s.Fresh += o.Fresh
 	if o.Latest.After(s.Latest) {
 		s.Latest = o.Latest

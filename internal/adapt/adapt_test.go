@@ -58,7 +58,7 @@ func TestQuietSourceIsLeftAlone(t *testing.T) {
 	if !ok || m.Throttled || m.GSI < 95 || m.GSI > 105 {
 		t.Fatalf("100 WCU/s: measured %+v %v", m, ok)
 	}
-	if d, ok := p.ForDemand("q", now, cur, cur, m.Rates, 1, false); ok {
+	if d, ok := p.ForDemand("q", now, cur, cur, m.Measure, 1, false); ok {
 		t.Fatalf("100 WCU/s on 4/1 shards raised: %+v", d)
 	}
 }
@@ -75,7 +75,7 @@ func TestASteadySourceUnderItsKeysIsLeftAlone(t *testing.T) {
 		if !ok {
 			t.Fatalf("600 WCU/s on one GSI key not measured")
 		}
-		if d, ok := p.ForDemand("s", now, cur, cur, m.Rates, 1, false); ok {
+		if d, ok := p.ForDemand("s", now, cur, cur, m.Measure, 1, false); ok {
 			t.Fatalf("600 WCU/s on one GSI key raised: %+v", d)
 		}
 		now = feed(&p, "s", now.Add(time.Second), 5, 600, 0, cur)
@@ -85,9 +85,9 @@ func TestASteadySourceUnderItsKeysIsLeftAlone(t *testing.T) {
 // measureAll is n writers, each with its share of a source's traffic,
 // measuring it for secs seconds from t0 as stream has it, and the sum of
 // what they measured.
-func measureAll(t *testing.T, n int, secs int, stored, progress float64, cur Counts) (shardmap.Rates, []*Policy) {
+func measureAll(t *testing.T, n int, secs int, stored, progress float64, cur Counts) (shardmap.Measure, []*Policy) {
 	t.Helper()
-	var sum shardmap.Rates
+	var sum shardmap.Measure
 	var ps []*Policy
 	for range n {
 		p := &Policy{KeyWCU: 250}
@@ -104,6 +104,64 @@ func measureAll(t *testing.T, n int, secs int, stored, progress float64, cur Cou
 		ps = append(ps, p)
 	}
 	return sum, ps
+}
+
+// TestCapacityIsLearnedFromTheIndexThatRefused is the source as a
+// deployed policy sees it, told no ceiling: 720 WCU/s asked of 4 table
+// keys and 1 GSI key that takes 250, under DynamoDB's nominal 1,000. Four
+// writers, paced on the GSI key, store 250 WCU/s between them and get
+// through a second of events every 2.9 seconds. Each measures a quarter
+// of the 720 it is asked, what the keys took of it, and that the GSI
+// refused it; their sum raises the GSI to carry 720 on keys of the 250
+// they took (5 at 70 %, 3 at the ceiling) and leaves the table, which
+// refused nothing, on its nominal figure. Without the refusal the same
+// sum is under the GSI key's nominal 1,000, and nothing is raised.
+func TestCapacityIsLearnedFromTheIndexThatRefused(t *testing.T) {
+	cur := Counts{4, 1}
+	var sum shardmap.Measure
+	var ps []*Policy
+	for range 4 {
+		p := &Policy{}
+		at := t0.Add(-time.Hour)
+		for s := range 20 {
+			at = at.Add(time.Second * 250 / 720)
+			// 62.5 WCU a second stored of 70 items sent, the 7.5 refused
+			// laid on their GSI key.
+			p.Observe("s", t0.Add(time.Duration(s)*time.Second), cur, Sample{Items: 70, Stored: 62, WCU: 62.5, GSIWCU: 62.5,
+				Fresh: 62.5, Throttled: 8, GSIThrottled: 8, Latest: at})
+		}
+		own, ok := p.Measure("s", t0.Add(19*time.Second), cur)
+		if !ok || !own.Throttled || own.Refused != shardmap.GSIIndex || own.Took.GSI != 62.5 {
+			t.Fatalf("a writer paced on its GSI key measured %+v %v", own, ok)
+		}
+		sum.Table += own.Table
+		sum.GSI += own.GSI
+		sum.Took.Table += own.Took.Table
+		sum.Took.GSI += own.Took.GSI
+		sum.Refused |= own.Refused
+		ps = append(ps, p)
+	}
+	if sum.GSI < 700 || sum.GSI > 740 || sum.Took.GSI != 250 {
+		t.Fatalf("summed %+v, want about 720 WCU/s asked and 250 taken", sum)
+	}
+	d, ok := ps[0].ForDemand("s", t0, cur, cur, sum, 4, true)
+	if !ok || d.To != (Counts{4, 5}) || d.Cover != (Counts{0, 3}) {
+		t.Fatalf("decision %+v %v: want the GSI raised to 5 (3 at the 250 measured), the table left", d, ok)
+	}
+	if !strings.Contains(d.Reason, "250 WCU/s (measured) GSI") || !strings.Contains(d.Reason, "1000 WCU/s (nominal) base") {
+		t.Fatalf("reason %q does not say what each index's keys take", d.Reason)
+	}
+	unrefused := sum
+	unrefused.Refused = 0
+	if d, ok := (&Policy{}).ForDemand("s", t0, cur, cur, unrefused, 4, true); ok {
+		t.Fatalf("a demand under the nominal ceiling, nothing refused, raised %+v", d)
+	}
+	// A source that keeps up with its measured keys is not raised: 260
+	// asked of a key that took 250 is within MinOver of it.
+	keeps := shardmap.Measure{Rates: shardmap.Rates{Table: 260, GSI: 260}, Took: shardmap.Rates{Table: 250, GSI: 250}, Refused: shardmap.GSIIndex}
+	if d, ok := (&Policy{}).ForDemand("k", t0, cur, cur, keeps, 4, true); ok {
+		t.Fatalf("a source within %v of what its keys took was raised: %+v", MinOver, d)
+	}
 }
 
 // TestThrottlingRaisesTheIndexOverItsKeys: the source, 720 WCU/s
@@ -141,15 +199,15 @@ func TestThrottlingRaisesTheIndexOverItsKeys(t *testing.T) {
 func TestAPendingRaiseStopsTheNext(t *testing.T) {
 	p := &Policy{KeyWCU: 250}
 	cur, pending := Counts{4, 1}, Counts{4, 5}
-	if d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 720, GSI: 720}, 4, true); ok {
+	if d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Measure{Rates: shardmap.Rates{Table: 720, GSI: 720}}, 4, true); ok {
 		t.Fatalf("720 WCU/s with %+v pending: raised to %+v", pending, d.To)
 	}
 	// 2,400 WCU/s: over the table's 4 keys, not twice over the 5 GSI keys
 	// pending: the table alone.
-	if d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 2400, GSI: 2400}, 4, true); !ok || d.To != (Counts{14, 5}) {
+	if d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Measure{Rates: shardmap.Rates{Table: 2400, GSI: 2400}}, 4, true); !ok || d.To != (Counts{14, 5}) {
 		t.Fatalf("2,400 WCU/s with %+v pending: %+v %v, want the table at 14", pending, d, ok)
 	}
-	d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Rates{Table: 3000, GSI: 3000}, 4, true)
+	d, ok := p.ForDemand("s", t0, cur, pending, shardmap.Measure{Rates: shardmap.Rates{Table: 3000, GSI: 3000}}, 4, true)
 	if !ok || d.To != (Counts{18, 18}) {
 		t.Fatalf("3,000 WCU/s with %+v pending: %+v %v, want both at 18", pending, d, ok)
 	}
@@ -169,7 +227,7 @@ func TestDrainingABacklogIsMeasuredByItsArrival(t *testing.T) {
 	if !ok || m.GSI < 170 || m.GSI > 190 {
 		t.Fatalf("a draining writer measured %+v %v, want about 180 WCU/s", m, ok)
 	}
-	sum := shardmap.Rates{Table: 4 * m.Table, GSI: 4 * m.GSI}
+	sum := shardmap.Measure{Rates: shardmap.Rates{Table: 4 * m.Table, GSI: 4 * m.GSI}}
 	if d, ok := p.ForDemand("s", now, cur, cur, sum, 4, m.Throttled); ok {
 		t.Fatalf("draining a backlog raised: %+v", d)
 	}
@@ -209,11 +267,11 @@ func TestSamplesUnderOldCountsAreForgotten(t *testing.T) {
 // at Max.
 func TestRaisesAreBounded(t *testing.T) {
 	p := Policy{Max: 64}
-	d, ok := p.ForDemand("s", t0, Counts{4, 1}, Counts{4, 1}, shardmap.Rates{Table: 1e6, GSI: 1e6}, 100, true)
+	d, ok := p.ForDemand("s", t0, Counts{4, 1}, Counts{4, 1}, shardmap.Measure{Rates: shardmap.Rates{Table: 1e6, GSI: 1e6}}, 100, true)
 	if !ok || d.To != (Counts{64, 64}) {
 		t.Fatalf("%+v %v, want the maximum", d, ok)
 	}
-	if d, ok := p.ForDemand("s", t0, Counts{64, 64}, Counts{64, 64}, shardmap.Rates{Table: 1e6, GSI: 1e6}, 100, true); ok {
+	if d, ok := p.ForDemand("s", t0, Counts{64, 64}, Counts{64, 64}, shardmap.Measure{Rates: shardmap.Rates{Table: 1e6, GSI: 1e6}}, 100, true); ok {
 		t.Fatalf("raised past the maximum: %+v", d)
 	}
 }
@@ -257,7 +315,7 @@ func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
 			if s%10 != 9 {
 				continue
 			}
-			var sum shardmap.Rates
+			var sum shardmap.Measure
 			n = 0
 			for _, p := range ps {
 				m, ok := p.Measure(c.name, now, cur)
@@ -303,20 +361,20 @@ func TestRisingRatePlansForWhenTheRaiseStarts(t *testing.T) {
 func TestASummedRiseIsPlannedFor(t *testing.T) {
 	p := &Policy{KeyWCU: 1000}
 	cur := Counts{4, 1}
-	p.ForDemand("r", t0.Add(-20*time.Second), cur, cur, shardmap.Rates{Table: 800, GSI: 800}, 8, true)
-	p.ForDemand("r", t0.Add(-10*time.Second), cur, cur, shardmap.Rates{Table: 1100, GSI: 1100}, 8, true)
-	if d, ok := p.ForDemand("r", t0, cur, cur, shardmap.Rates{Table: 1500, GSI: 1500}, 8, true); !ok || d.To != (Counts{4, 3}) {
+	p.ForDemand("r", t0.Add(-20*time.Second), cur, cur, shardmap.Measure{Rates: shardmap.Rates{Table: 800, GSI: 800}}, 8, true)
+	p.ForDemand("r", t0.Add(-10*time.Second), cur, cur, shardmap.Measure{Rates: shardmap.Rates{Table: 1100, GSI: 1100}}, 8, true)
+	if d, ok := p.ForDemand("r", t0, cur, cur, shardmap.Measure{Rates: shardmap.Rates{Table: 1500, GSI: 1500}}, 8, true); !ok || d.To != (Counts{4, 3}) {
 		t.Fatalf("1,500 WCU/s: %+v %v, want the GSI at 3", d, ok)
 	}
-	d, ok := p.ForDemand("r", t0.Add(10*time.Second), cur, cur, shardmap.Rates{Table: 2000, GSI: 2000}, 8, true)
+	d, ok := p.ForDemand("r", t0.Add(10*time.Second), cur, cur, shardmap.Measure{Rates: shardmap.Rates{Table: 2000, GSI: 2000}}, 8, true)
 	// (A sum half a window on is too soon to tell: the older one stays.)
 	if !ok || !strings.HasPrefix(d.Reason, "throttled, rising") || d.Demand < 20000 {
 		t.Fatalf("rising to 2,000 WCU/s: %+v %v, want planned for about 21,000", d, ok)
 	}
 	q := &Policy{KeyWCU: 1000}
-	q.ForDemand("f", t0.Add(-10*time.Second), cur, cur, shardmap.Rates{Table: 500, GSI: 500}, 8, true)
-	q.ForDemand("f", t0, cur, cur, shardmap.Rates{Table: 1500, GSI: 1500}, 8, true)
-	if d, ok := q.ForDemand("f", t0.Add(10*time.Second), cur, cur, shardmap.Rates{Table: 1600, GSI: 1600}, 8, true); !ok || d.Demand != 1600 {
+	q.ForDemand("f", t0.Add(-10*time.Second), cur, cur, shardmap.Measure{Rates: shardmap.Rates{Table: 500, GSI: 500}}, 8, true)
+	q.ForDemand("f", t0, cur, cur, shardmap.Measure{Rates: shardmap.Rates{Table: 1500, GSI: 1500}}, 8, true)
+	if d, ok := q.ForDemand("f", t0.Add(10*time.Second), cur, cur, shardmap.Measure{Rates: shardmap.Rates{Table: 1600, GSI: 1600}}, 8, true); !ok || d.Demand != 1600 {
 		t.Fatalf("a step, then steady: %+v %v", d, ok)
 	}
 }
@@ -344,7 +402,7 @@ func TestOneRiseIsNotARamp(t *testing.T) {
 		var ok bool
 		for i, sum := range c.sums {
 			now := t0.Add(time.Duration(i) * 10 * time.Second)
-			d, ok = p.ForDemand(c.name, now, cur, cur, shardmap.Rates{Table: sum, GSI: sum}, c.writers[i], true)
+			d, ok = p.ForDemand(c.name, now, cur, cur, shardmap.Measure{Rates: shardmap.Rates{Table: sum, GSI: sum}}, c.writers[i], true)
 		}
 		if want := c.sums[trend-1]; !ok || d.Demand != want || strings.Contains(d.Reason, "rising") {
 			t.Errorf("%s %v: %+v %v, want planned for %.0f as it is", c.name, c.sums, d, ok, want)
@@ -354,7 +412,7 @@ func TestOneRiseIsNotARamp(t *testing.T) {
 	p := &Policy{KeyWCU: 1000}
 	var d Decision
 	for i, sum := range []float64{1000, 1300, 1650, 2000} {
-		d, _ = p.ForDemand("ramp", t0.Add(time.Duration(i)*10*time.Second), cur, cur, shardmap.Rates{Table: sum, GSI: sum}, 2, true)
+		d, _ = p.ForDemand("ramp", t0.Add(time.Duration(i)*10*time.Second), cur, cur, shardmap.Measure{Rates: shardmap.Rates{Table: sum, GSI: sum}}, 2, true)
 	}
 	if want := 2000 + 1000.0/30*DefaultHorizon.Seconds(); d.Demand != want || !strings.Contains(d.Reason, "rising") {
 		t.Errorf("ramp 1000, 1300, 1650, 2000: planned for %.0f (%s), want %.0f", d.Demand, d.Reason, want)

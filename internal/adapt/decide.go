@@ -24,49 +24,91 @@ type Decision struct {
 
 // ForDemand is the raise source needs that asks demand of its indexes at
 // now, the sum of its writers' Measure (throttled: this writer measured it
-// throttled, for the reason logged): each index whose keys the demand
-// is over rises to carry it at the target utilisation, unless the last
-// step carries it at the ceiling. When the sum rose clearly (TrendRise)
-// over each of the last two windows it was read in (a ramp, not a step),
-// the rise is continued to when a raise decided now would start: a sum of
-// every writer's measure is steady enough to extrapolate, where one
-// writer's throttled view is not. A step still pending for an index must
-// be outgrown twice over: the demand was measured under the counts it
-// replaces, and a raise that covers it is on its way. writers is how many
-// writers' measures were summed, for the log.
-func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, demand shardmap.Rates, writers int, throttled bool) (Decision, bool) {
+// throttled, for the reason logged): each index whose keys the demand is
+// over rises to carry it at the target utilisation, unless the last step
+// carries it at the ceiling. A key's ceiling is what it was measured to
+// take when its index refused writes (capacity), else KeyWCU. When the
+// sum rose steadily over the last three windows (a ramp, see rising), the
+// rise is continued to when a raise decided now would start. A step still
+// pending for an index must be outgrown twice over: the demand was
+// measured under the counts it replaces, and a raise that covers it is on
+// its way. writers is how many writers' measures were summed, for the
+// log.
+func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, demand shardmap.Measure, writers int, throttled bool) (Decision, bool) {
 	reason := "rate"
 	if throttled {
 		reason = "throttled"
 	}
-	if ahead, ok := p.rising(source, now, cur, demand, writers); ok {
-		demand, reason = ahead, reason+", rising"
+	asked := demand.Rates
+	if ahead, ok := p.rising(source, now, cur, asked, writers); ok {
+		asked, reason = ahead, reason+", rising"
 	}
-	d := Decision{Demand: max(demand.Table, demand.GSI)}
+	d := Decision{Demand: max(asked.Table, asked.GSI)}
+	table := p.capacity(cur.Shards, asked.Table, demand.Took.Table, demand.Refused&shardmap.TableIndex != 0)
+	gsi := p.capacity(cur.GSIShards, asked.GSI, demand.Took.GSI, demand.Refused&shardmap.GSIIndex != 0)
 	d.To = last
-	raise := func(keys, pending int, rate float64) (to, cover int) {
-		if rate <= float64(keys)*p.keyWCU() {
-			return 0, 0
-		}
-		cover = p.atCeiling(rate)
-		if pending > keys && cover <= 2*pending {
-			return 0, 0
-		}
-		return p.clamp(p.need(rate)), cover
-	}
-	if to, cover := raise(cur.Shards, last.Shards, demand.Table); cover > last.Shards {
+	if to, cover := p.raise(cur.Shards, last.Shards, asked.Table, table); cover > last.Shards {
 		d.To.Shards, d.Cover.Shards = max(to, last.Shards+1), cover
 	}
-	if to, cover := raise(cur.GSIShards, last.GSIShards, demand.GSI); cover > last.GSIShards {
+	if to, cover := p.raise(cur.GSIShards, last.GSIShards, asked.GSI, gsi); cover > last.GSIShards {
 		d.To.GSIShards, d.Cover.GSIShards = max(to, last.GSIShards+1), cover
 	}
 	d.To = Counts{min(max(d.To.Shards, last.Shards), max(p.max(), last.Shards)), min(max(d.To.GSIShards, last.GSIShards), max(p.max(), last.GSIShards))}
 	if d.To == last {
 		return Decision{}, false
 	}
-	d.Reason = fmt.Sprintf("%s: %d writers measure %.0f WCU/s base, %.0f WCU/s GSI under %d/%d shards",
-		reason, writers, demand.Table, demand.GSI, cur.Shards, cur.GSIShards)
+	d.Reason = fmt.Sprintf("%s: %d writers measure %.0f WCU/s base, %.0f WCU/s GSI under %d/%d shards; keys take %s base, %s GSI",
+		reason, writers, asked.Table, asked.GSI, cur.Shards, cur.GSIShards, table, gsi)
 	return d, true
+}
+
+// ceiling is what one key of an index takes, in write units a second, and
+// whether that was measured.
+type ceiling struct {
+	wcu      float64
+	measured bool
+}
+
+func (c ceiling) String() string {
+	if c.measured {
+		return fmt.Sprintf("%.0f WCU/s (measured)", c.wcu)
+	}
+	return fmt.Sprintf("%.0f WCU/s (nominal)", c.wcu)
+}
+
+// capacity is what each of an index's keys takes: when the index refused
+// writes, what they took (took over keys), at most KeyWCU, which stays the
+// first guess and the most a key is expected to take. The demand asked of
+// them bounds it below: a raise multiplies an index's keys by at most
+// MaxOver, however little a stalled writer stored.
+func (p *Policy) capacity(keys int, asked, took float64, refused bool) ceiling {
+	nominal := p.keyWCU()
+	if !refused || took <= 0 || keys <= 0 {
+		return ceiling{wcu: nominal}
+	}
+	c := min(nominal, took/float64(keys))
+	c = max(c, asked/float64(MaxOver*keys))
+	return ceiling{wcu: c, measured: c < nominal}
+}
+
+// raise is the keys an index of keys (pending in its last step) needs to
+// carry rate on keys of ceiling c at the target utilisation, and the keys
+// that carry it at the ceiling; 0, 0 when its keys carry it. Keys whose
+// ceiling was measured carry what they took: rate must be MinOver times
+// that, not a writer's noise above it.
+func (p *Policy) raise(keys, pending int, rate float64, c ceiling) (to, cover int) {
+	over := 1.0
+	if c.measured {
+		over = MinOver
+	}
+	if rate <= over*float64(keys)*c.wcu {
+		return 0, 0
+	}
+	cover = atCeiling(rate, c.wcu)
+	if pending > keys && cover <= 2*pending {
+		return 0, 0
+	}
+	return p.clamp(need(rate, c.wcu)), cover
 }
 
 // rising remembers demand, the sum of writers' measures, as source's at
@@ -137,15 +179,17 @@ func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardma
 // from: three windows' rises.
 const trend = 4
 
-func (p *Policy) need(rate float64) int {
-	n := math.Ceil(rate / (p.keyWCU() * bucketing.TargetUtilisation))
+// need is the keys of ceiling c that take rate write units a second at
+// the target utilisation.
+func need(rate, c float64) int {
+	n := math.Ceil(rate / (c * bucketing.TargetUtilisation))
 	return int(max(1, min(n, bucketing.MaxShards)))
 }
 
-// atCeiling is the keys that take rate write units a second at their
-// ceiling.
-func (p *Policy) atCeiling(rate float64) int {
-	n := math.Ceil(rate / p.keyWCU())
+// atCeiling is the keys of ceiling c that take rate write units a second
+// at their ceiling.
+func atCeiling(rate, c float64) int {
+	n := math.Ceil(rate / c)
 	return int(max(1, min(n, bucketing.MaxShards)))
 }
 

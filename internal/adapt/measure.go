@@ -6,9 +6,10 @@ import (
 	"github.com/shardline/shardline/internal/shardmap"
 )
 
-// Measured is what one writer measured a source to ask of each index.
+// Measured is what one writer measured a source to ask of each index,
+// what each index's keys took of it, and which refused it.
 type Measured struct {
-	shardmap.Rates
+	shardmap.Measure
 	// Throttled says the writer could not keep up: DynamoDB throttled the
 	// source, or the writer fell behind its events (paced on throttled
 	// keys). Else it kept up.
@@ -21,8 +22,10 @@ type Measured struct {
 // they arrived at, by their own times, whether the writer keeps up, falls
 // behind or drains a backlog; for items sent as they arrive (API
 // requests), which have no backlog to read, it is the rate their keys took
-// times the share left unstored. A writer that keeps up with a source
-// under ReportShare of its keys measures nothing: such a source is not
+// times the share left unstored. Beside it, what the source's keys took
+// of the writer in the window, per wall second, and which indexes refused
+// it: the keys of an index that refuses take what they took. A writer
+// that keeps up with a source under ReportShare of its keys measures nothing: such a source is not
 // worth a report. ok is false then, when the window is not yet full or
 // does not show the arrival yet, or when the source was measured less than
 // half a window ago: a writer reports at most twice a window.
@@ -49,6 +52,8 @@ func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, 
 	if !m.Throttled && m.Table < ReportShare*float64(cur.Shards)*p.keyWCU() && m.GSI < ReportShare*float64(cur.GSIShards)*p.keyWCU() {
 		return m, false
 	}
+	m.Took = shardmap.Rates{Table: v.sum.WCU / v.secs, GSI: v.sum.GSIWCU / v.secs}
+	m.Refused = p.refused(v.sum)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.src[source]
@@ -57,6 +62,22 @@ func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, 
 	}
 	w.reported = now
 	return m, true
+}
+
+// refused is the indexes that refused a window's sum: whose keys the
+// writer's pacer blamed for enough of its throttled items to be a signal.
+func (p *Policy) refused(sum Sample) shardmap.Indexes {
+	signal := func(n int) bool {
+		return n >= p.or(p.MinThrottled, DefaultMinThrottled) && float64(n) >= ThrottleShare*float64(sum.Items)
+	}
+	var in shardmap.Indexes
+	if signal(sum.TableThrottled) {
+		in |= shardmap.TableIndex
+	}
+	if signal(sum.GSIThrottled) {
+		in |= shardmap.GSIIndex
+	}
+	return in
 }
 
 // arrival is, for items delivered in arrival order, the write units a
@@ -179,6 +200,3 @@ func (p *Policy) over(seen []slot, sum Sample) float64 {
 	}
 	return bound(float64(sum.Items) / float64(sum.Stored))
 }
-
-// need is the keys that take rate write units a second at the target
-// utilisation, as bucketing.ShardsFor plans them.

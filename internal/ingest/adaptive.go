@@ -9,6 +9,7 @@ import (
 	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/internal/writer"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -100,6 +101,12 @@ func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer
 		}
 		if res.Throttled[n] {
 			s.sample.Throttled++
+			if res.Blame[n]&pace.Table != 0 {
+				s.sample.TableThrottled++
+			}
+			if res.Blame[n]&pace.GSI != 0 {
+				s.sample.GSIThrottled++
+			}
 		}
 		if res.Status[n] != writer.Stored {
 			continue // held back by its key's pace, or failed: nothing taken
@@ -210,18 +217,20 @@ func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key strin
 	if i := strings.IndexByte(key, 0); i >= 0 {
 		writerID += "/" + key[i+1:]
 	}
-	sum, err := h.demand.Report(ctx, s, day, writerID, own.Rates, now)
+	sum, err := h.demand.Report(ctx, s, day, writerID, own.Measure, now)
 	if err != nil {
 		h.log.Warn("adaptive sharding: report demand", streamAttr(s), slog.String("error", err.Error()))
 		return adapt.Decision{}, false
 	}
 	h.log.Debug("adaptive sharding: demand reported", streamAttr(s),
 		slog.Float64("wcu", own.Table), slog.Float64("gsi_wcu", own.GSI), slog.Bool("throttled", own.Throttled),
-		slog.Float64("sum_wcu", sum.Table), slog.Float64("sum_gsi_wcu", sum.GSI), slog.Int("writers", sum.Writers))
+		slog.Float64("took_wcu", own.Took.Table), slog.Float64("took_gsi_wcu", own.Took.GSI), slog.Int("refused", int(own.Refused)),
+		slog.Float64("sum_wcu", sum.Table), slog.Float64("sum_gsi_wcu", sum.GSI),
+		slog.Float64("sum_took_wcu", sum.Took.Table), slog.Float64("sum_took_gsi_wcu", sum.Took.GSI), slog.Int("writers", sum.Writers))
 	if !sum.Again {
 		return adapt.Decision{}, false
 	}
-	return h.policy.ForDemand(s.Source, now, cur, last, sum.Rates, sum.Writers, own.Throttled)
+	return h.policy.ForDemand(s.Source, now, cur, last, sum.Measure, sum.Writers, own.Throttled)
 }
 
 // placed is the stream a unit is written to and the time that places it

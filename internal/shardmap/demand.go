@@ -31,6 +31,25 @@ type Rates struct {
 	Table, GSI float64
 }
 
+// Measure is what one writer measured of a stream, or the writers' sum:
+// what the stream asks of each index (Rates), what each index's keys took
+// of it, and which indexes refused some of it. The Took of an index that
+// refused is what its keys take: a key's capacity, measured.
+type Measure struct {
+	Rates
+	Took    Rates
+	Refused Indexes
+}
+
+// Indexes is a set of the table's indexes.
+type Indexes uint8
+
+// The indexes.
+const (
+	TableIndex Indexes = 1 << iota // the base table
+	GSIIndex                       // the by-source-hour GSI
+)
+
 // Demand gathers, for a source that throttles, what each writer measured
 // it asks: every writer (Lambda container) sees only its share of the
 // source's traffic (its Kinesis shard's), so the source's demand is the sum
@@ -54,7 +73,7 @@ type Demand struct {
 
 // Sum is what the writers of a source reported.
 type Sum struct {
-	Rates       // the sum of the fresh reports
+	Measure     // the sum of the fresh reports; Refused, the indexes any refused
 	Writers int // how many writers made them
 	// Again says that this writer had reported within Fresh before: the
 	// other writers have had as long to report as it has. A writer that
@@ -62,16 +81,17 @@ type Sum struct {
 	Again bool
 }
 
-// Report records that writer measured rates of stream's traffic on day
-// (a bucketing.DayLayout string) at now, and returns what the writers
+// Report records that writer measured m of stream's traffic on day (a
+// bucketing.DayLayout string) at now, and returns what the writers
 // reported, this one included.
-func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer string, rates Rates, now time.Time) (sum Sum, err error) {
+func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer string, m Measure, now time.Time) (sum Sum, err error) {
 	key := map[string]types.AttributeValue{
 		schema.PK: &types.AttributeValueMemberS{Value: s.MetaPK(day)},
 		schema.SK: &types.AttributeValueMemberS{Value: demandSK},
 	}
 	entry := &types.AttributeValueMemberL{Value: []types.AttributeValue{
-		rate(rates.Table), rate(rates.GSI), &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
+		rate(m.Table), rate(m.GSI), &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
+		rate(m.Took.Table), rate(m.Took.GSI), &types.AttributeValueMemberN{Value: strconv.Itoa(int(m.Refused))},
 	}}
 	expr := "SET #w = :w"
 	names := map[string]string{"#w": demandPrefix + writer}
@@ -124,6 +144,9 @@ func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer str
 		}
 		sum.Table += r.Table
 		sum.GSI += r.GSI
+		sum.Took.Table += r.Took.Table
+		sum.Took.GSI += r.Took.GSI
+		sum.Refused |= r.Refused
 		sum.Writers++
 	}
 	// A stale report is left out of every sum, and removed by this
@@ -145,22 +168,25 @@ func rate(f float64) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatFloat(f, 'f', 3, 64)}
 }
 
-// decodeReport reads a writer's report: [table rate, GSI rate, unix time].
-func decodeReport(v types.AttributeValue) (Rates, time.Time, bool) {
+// decodeReport reads a writer's report: [table rate, GSI rate, unix time,
+// table took, GSI took, indexes refused]; a report of an earlier release
+// has the first three.
+func decodeReport(v types.AttributeValue) (Measure, time.Time, bool) {
 	l, ok := v.(*types.AttributeValueMemberL)
-	if !ok || len(l.Value) != 3 {
-		return Rates{}, time.Time{}, false
+	if !ok || len(l.Value) != 3 && len(l.Value) != 6 {
+		return Measure{}, time.Time{}, false
 	}
-	var f [3]float64
+	var f [6]float64
 	for i, x := range l.Value {
 		n, ok := x.(*types.AttributeValueMemberN)
 		if !ok {
-			return Rates{}, time.Time{}, false
+			return Measure{}, time.Time{}, false
 		}
 		var err error
 		if f[i], err = strconv.ParseFloat(n.Value, 64); err != nil {
-			return Rates{}, time.Time{}, false
+			return Measure{}, time.Time{}, false
 		}
 	}
-	return Rates{f[0], f[1]}, time.Unix(int64(f[2]), 0), true
+	m := Measure{Rates: Rates{f[0], f[1]}, Took: Rates{f[3], f[4]}, Refused: Indexes(f[5]) & (TableIndex | GSIIndex)}
+	return m, time.Unix(int64(f[2]), 0), true
 }

@@ -2,6 +2,7 @@ package shardmap
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestDemandAddsUpTheWritersReports(t *testing.T) {
 	var sum Sum
 	var err error
 	for i, d := range writers {
-		if sum, err = d.Report(ctx, src, day, string(rune('a'+i)), Rates{Table: 100, GSI: 50}, now); err != nil {
+		if sum, err = d.Report(ctx, src, day, string(rune('a'+i)), Measure{Rates: Rates{Table: 100, GSI: 50}}, now); err != nil {
 			t.Fatal(err)
 		}
 		if sum.Again || sum.Writers != i+1 || sum.Table != float64(100*(i+1)) || sum.GSI != float64(50*(i+1)) {
@@ -46,7 +47,7 @@ func TestDemandAddsUpTheWritersReports(t *testing.T) {
 	// Ten seconds on, a reports again: the three are fresh, and a has
 	// reported before.
 	now = now.Add(10 * time.Second)
-	if sum, err = writers[0].Report(ctx, src, day, "a", Rates{Table: 120, GSI: 60}, now); err != nil {
+	if sum, err = writers[0].Report(ctx, src, day, "a", Measure{Rates: Rates{Table: 120, GSI: 60}}, now); err != nil {
 		t.Fatal(err)
 	}
 	if !sum.Again || sum.Writers != 3 || sum.Table != 320 {
@@ -55,7 +56,7 @@ func TestDemandAddsUpTheWritersReports(t *testing.T) {
 	// Fifteen seconds later c has stopped: a and b report; c's report is
 	// 25 s old, past Fresh, and left out.
 	now = now.Add(15 * time.Second)
-	if sum, err = writers[1].Report(ctx, src, day, "b", Rates{Table: 80, GSI: 40}, now); err != nil {
+	if sum, err = writers[1].Report(ctx, src, day, "b", Measure{Rates: Rates{Table: 80, GSI: 40}}, now); err != nil {
 		t.Fatal(err)
 	}
 	if sum.Again || sum.Writers != 2 || sum.Table != 200 || sum.GSI != 100 {
@@ -63,7 +64,7 @@ func TestDemandAddsUpTheWritersReports(t *testing.T) {
 	}
 	// b's next report removes what it saw stale: c's.
 	now = now.Add(time.Second)
-	if _, err = writers[1].Report(ctx, src, day, "b", Rates{Table: 80, GSI: 40}, now); err != nil {
+	if _, err = writers[1].Report(ctx, src, day, "b", Measure{Rates: Rates{Table: 80, GSI: 40}}, now); err != nil {
 		t.Fatal(err)
 	}
 	items := scanPK(t, c, table, src.MetaPK(day))
@@ -94,4 +95,41 @@ func scanPK(t *testing.T, c *dynamodb.Client, table, pk string) []map[string]typ
 		t.Fatal(err)
 	}
 	return out.Items
+}
+
+// TestDemandAddsUpWhatTheKeysTook: the writers' reports add up what each
+// index's keys took of them, and the indexes any writer saw refuse; a
+// report an earlier release wrote ([table, GSI, time]) still counts, as a
+// demand that measured no capacity.
+func TestDemandAddsUpWhatTheKeysTook(t *testing.T) {
+	ctx := context.Background()
+	table := testddb.Table(t)
+	c := testddb.Client(t, testddb.Endpoint(t))
+	src := bucketing.Stream{Space: bucketing.Events, Source: "hot/src"}
+	day := "2026-11-24"
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	// An earlier release's writer "old" reported 100/100.
+	_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		schema.PK: &types.AttributeValueMemberS{Value: src.MetaPK(day)},
+		schema.SK: &types.AttributeValueMemberS{Value: demandSK},
+		demandPrefix + "old": &types.AttributeValueMemberL{Value: []types.AttributeValue{
+			&types.AttributeValueMemberN{Value: "100"}, &types.AttributeValueMemberN{Value: "100"},
+			&types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Demand{Client: c, Table: table, Fresh: 20 * time.Second}
+	b := &Demand{Client: c, Table: table, Fresh: 20 * time.Second}
+	if _, err := a.Report(ctx, src, day, "a", Measure{Rates: Rates{180, 180}, Took: Rates{60, 60}, Refused: GSIIndex}, now); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := b.Report(ctx, src, day, "b", Measure{Rates: Rates{180, 180}, Took: Rates{65, 65.5}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Sum{Measure: Measure{Rates: Rates{460, 460}, Took: Rates{125, 125.5}, Refused: GSIIndex}, Writers: 3}
+	if sum != want {
+		t.Fatalf("sum %+v, want %+v", sum, want)
+	}
 }
