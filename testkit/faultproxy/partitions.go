@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -64,6 +65,11 @@ type Partitions struct {
 	Burst float64          // seconds of WCU a quiet key saves up; default 1
 	Keys  []string         // partition key attributes, such as "pk" and "gpk"
 	Now   func() time.Time // default time.Now
+	// Partition, when set, names the partition a key value ("attr=value")
+	// is on: key values it names alike share one ceiling, as keys on a
+	// partition DynamoDB has not split do. "" (and a nil Partition) is a
+	// partition of the key's own, named as the key.
+	Partition func(key string) string
 
 	// Seen and Throttled count the writes the model judged (items of a
 	// BatchWriteItem, single-item writes), and those it refused.
@@ -245,12 +251,19 @@ func (m *Partitions) keysOf(attrs map[string]json.RawMessage) []*keyState {
 			continue
 		}
 		name := attr + "=" + v.S
+		if m.Partition != nil {
+			if p := m.Partition(name); p != "" {
+				name = p
+			}
+		}
 		k := m.keys[name]
 		if k == nil {
 			k = &keyState{tokens: m.capacity()}
 			m.keys[name] = k
 		}
-		out = append(out, k)
+		if !slices.Contains(out, k) { // an item's two keys on one partition pay once
+			out = append(out, k)
+		}
 	}
 	return out
 }

@@ -252,3 +252,37 @@ func TestPartitionsReport(t *testing.T) {
 		t.Errorf("nothing written: %+v", s)
 	}
 }
+
+// TestKeysOnOnePartitionShareItsCeiling: two key values Partition puts on
+// one partition take its ceiling between them, a third key beside them
+// has its own, and an item whose two keys are on one partition pays once.
+func TestKeysOnOnePartitionShareItsCeiling(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	m := &Partitions{WCU: 10, Keys: []string{"pk", "gpk"}, Now: func() time.Time { return now },
+		Partition: func(key string) string {
+			if key == "gpk=a" || key == "gpk=b" || key == "pk=ab" {
+				return "gpk=shared"
+			}
+			return ""
+		}}
+	held := 0
+	for i := range 20 {
+		if m.take(keyed(fmt.Sprintf("t%d", i), []string{"a", "b"}[i%2])) {
+			held++
+		}
+	}
+	if held != 10 {
+		t.Fatalf("%d of 20 writes to two keys of one partition held, want 10 over its 10", held)
+	}
+	for i := range 10 {
+		if m.take(keyed(fmt.Sprintf("u%d", i), "c")) {
+			t.Fatalf("write %d to a key of its own partition was held", i)
+		}
+	}
+	now = now.Add(time.Second)
+	for i := range 10 {
+		if m.take(keyed("ab", "a")) {
+			t.Fatalf("write %d, whose two keys share a partition, was held: it paid twice", i)
+		}
+	}
+}
