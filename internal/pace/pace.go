@@ -2,13 +2,17 @@
 // that throttled it, so that retries go at the rate a key takes instead of
 // being re-sent blind.
 //
-// A Pacer keeps a limit only for keys that DynamoDB throttled: additive
-// increase, multiplicative decrease, as TCP paces a congested link. A
+// A Pacer keeps a limit only for keys that DynamoDB throttled, cut on a
+// throttle and grown back between them, as TCP paces a congested link. A
 // throttle cuts the key's rate to Cut of what it was (once per round: a
 // throttle of a request sent before the last cut says nothing new), and the
-// rate then grows back by Growth of a key's ceiling a second until the next
-// throttle, or until it is so far above the ceiling that the limit is
-// dropped. Keys that never throttled cost one atomic load per request.
+// rate then grows back by Growth of itself a second until the next
+// throttle, or until it is so far above a key's nominal ceiling that the
+// limit is dropped. The growth is a share of the rate, not of the ceiling:
+// what a key takes is not known (a partition shared with other keys gives
+// each less than the nominal figure), and a pace that grew by a share of
+// the nominal figure would overrun a key that takes a quarter of it every
+// second. Keys that never throttled cost one atomic load per request.
 //
 // Why per key and not the AWS SDK's adaptive retry mode: that mode's
 // client-side rate limiter sees only throttled requests, not the items a
@@ -19,8 +23,9 @@
 //
 // A throttled item has two partition keys, the table's and the GSI's, and
 // DynamoDB does not say which one refused it. The pacer blames the key the
-// request sent the most items to (both on a tie): the index whose keys each
-// carry more of the request is the one that is hotter per key.
+// request sent the most items to: the index whose keys each carry more of
+// the request is the one that is hotter per key. A tie goes to the key
+// already paced, and when neither or both are, to both.
 package pace
 
 import (
@@ -38,12 +43,17 @@ const (
 	// its window (on the partition model, halving keeps four writers on
 	// one key under 5 % refused at its full ceiling; 0.7 let 7 % through).
 	Cut = 0.5
-	// Growth is how fast a limit grows back, in ceilings per second: a
-	// twentieth of a key's ceiling a second.
-	Growth = 0.05
+	// Growth is how fast a limit grows back: by a tenth of itself a
+	// second, compounding, so that a limit halved is back where it was cut
+	// in about seven seconds, whatever the key takes.
+	Growth = 0.1
+	// Lift is what a limit grows by besides, in nominal ceilings a second
+	// (10 WCU/s a second of DynamoDB's 1,000): a limit cut to almost
+	// nothing by a run of throttles still grows back.
+	Lift = 0.01
 	// First is the first limit of a key that throttled, in ceilings:
 	// several writers usually share a hot key, and each learns its part.
-	First = 0.5
+	First = 0.25
 	// Drop is the limit, in ceilings, past which a key is no longer paced:
 	// it grew there without a throttle, so it is no longer hot.
 	Drop = 2
@@ -76,10 +86,18 @@ type Pacer struct {
 	KeyWCU float64
 	// Now is the pacer's clock; default time.Now.
 	Now func() time.Time
+	// Family, when set, names the family of a key: keys alike, such as
+	// the shards of one index of one source. A key that is not paced
+	// while one of its family is starts paced as that one is, and a key
+	// that throttles first starts at its family's pace: when a raise
+	// spreads a hot source over new keys, they are not sent a whole
+	// backlog at once to learn what they take. Nil: every key is its own.
+	Family func(key string) string
 
 	n    atomic.Int32 // len(keys): the fast path reads it without the lock
 	mu   sync.Mutex
 	keys map[slot]*limit
+	fams map[slot]*limit // by family: the limit of its key last cut
 }
 
 // slot names a key in the pacer: the same string may be a table key and a
@@ -89,9 +107,13 @@ type slot struct {
 	key string
 }
 
-// limit is a key's pace: rate(t) = base + growth·(t - cut), tokens spent
-// against it.
+// limit is a key's pace: rate(t) = base·(1+Growth)^(t - cut) + a Lift, tokens
+// spent against it. It grows by a share of itself, not by a share of the
+// key's ceiling, which is not known: a key that takes a quarter of the
+// nominal figure, and a writer that gets a quarter of a key, are paced
+// alike.
 type limit struct {
+	key    slot
 	base   float64   // write units a second right after the last cut
 	cut    time.Time // when it was last cut
 	tokens float64   // may go below zero: an item takes what it needs
@@ -116,8 +138,12 @@ func (p *Pacer) now() time.Time {
 }
 
 func (p *Pacer) rate(l *limit, t time.Time) float64 {
-	return l.base + Growth*p.keyWCU()*max(0, t.Sub(l.cut).Seconds())
+	dt := max(0, t.Sub(l.cut).Seconds())
+	return l.base*math.Exp(growth*dt) + Lift*p.keyWCU()*dt
 }
+
+// growth is Growth a second, compounded continuously.
+var growth = math.Log1p(Growth)
 
 // refill brings l's tokens up to t and says whether l has grown past Drop.
 func (p *Pacer) refill(l *limit, t time.Time) (dropped bool) {
@@ -153,7 +179,7 @@ func (p *Pacer) Admit(keys []Key, wcu []float64) (ok []bool, wait time.Duration)
 	wait = time.Duration(math.MaxInt64)
 	any := false
 	for i, k := range keys {
-		lt, lg := p.live(slot{false, k.Table}, now), p.live(slot{true, k.GSI}, now)
+		lt, lg := p.adopt(slot{false, k.Table}, now), p.adopt(slot{true, k.GSI}, now)
 		w := max(p.short(lt, now), p.short(lg, now))
 		if w > 0 {
 			wait = min(wait, w)
@@ -181,10 +207,39 @@ func (p *Pacer) live(key slot, now time.Time) *limit {
 	l := p.keys[key]
 	if l != nil && p.refill(l, now) {
 		delete(p.keys, key)
+		if f := p.family(key); p.fams[f] == l {
+			delete(p.fams, f)
+		}
 		p.n.Store(int32(len(p.keys)))
 		return nil
 	}
 	return l
+}
+
+// adopt is live, or for a key not paced whose family is, a limit at the
+// family's pace. The lock is held.
+func (p *Pacer) adopt(key slot, now time.Time) *limit {
+	if l := p.live(key, now); l != nil || key.key == "" {
+		return l
+	}
+	f := p.family(key)
+	kin := p.fams[f]
+	if kin == nil || p.live(kin.key, now) != kin {
+		return nil
+	}
+	r := p.rate(kin, now)
+	l := &limit{key: key, base: r, cut: now, at: now, tokens: r * Burst.Seconds()}
+	p.keys[key] = l
+	p.n.Store(int32(len(p.keys)))
+	return l
+}
+
+// family is key's family as a slot; a key of no family is its own.
+func (p *Pacer) family(key slot) slot {
+	if p.Family == nil {
+		return key
+	}
+	return slot{key.gsi, p.Family(key.key)}
 }
 
 // short is how long until l has a token again; 0 when it has one now, or
@@ -227,6 +282,15 @@ func (p *Pacer) Throttled(sent time.Time, keys []Key, throttled []bool) []Blame 
 			continue
 		}
 		nt, ng := n[k.Table], n[k.GSI]
+		if k.GSI != "" && nt == ng {
+			// A tie goes to the key already paced, the one known to be
+			// hot: a paced request of one item leans on neither.
+			_, pt := p.keys[slot{false, k.Table}]
+			_, pg := p.keys[slot{true, k.GSI}]
+			if pt != pg {
+				nt, ng = nt+b2i(pt), ng+b2i(pg)
+			}
+		}
 		if k.GSI == "" || nt >= ng {
 			blame[i] |= Table
 			p.cut(slot{false, k.Table}, sent, now)
@@ -243,9 +307,20 @@ func (p *Pacer) Throttled(sent time.Time, keys []Key, throttled []bool) []Blame 
 // cut lowers key's rate after a throttle of a request sent at sent. The
 // lock is held.
 func (p *Pacer) cut(key slot, sent, now time.Time) {
+	if p.fams == nil {
+		p.fams = map[slot]*limit{}
+	}
+	f := p.family(key)
 	l := p.keys[key]
 	if l == nil {
-		p.keys[key] = &limit{base: First * p.keyWCU(), cut: now, at: now}
+		// A key's first pace is its family's, if another of its family
+		// is paced; else First of the nominal figure.
+		first := First * p.keyWCU()
+		if kin := p.fams[f]; kin != nil {
+			first = min(first, p.rate(kin, now))
+		}
+		l = &limit{key: key, base: first, cut: now, at: now}
+		p.keys[key], p.fams[f] = l, l
 		return
 	}
 	if sent.Before(l.cut) {
@@ -253,6 +328,7 @@ func (p *Pacer) cut(key slot, sent, now time.Time) {
 	}
 	p.refill(l, now)
 	l.base, l.cut = Cut*p.rate(l, now), now
+	p.fams[f] = l
 	l.tokens = min(l.tokens, 0)
 }
 
@@ -266,4 +342,11 @@ func (p *Pacer) Rate(gsi bool, key string) (float64, bool) {
 		return 0, false
 	}
 	return p.rate(l, p.now()), true
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
