@@ -3,16 +3,14 @@
 // operator or a deploy, once, and no further than it needs.
 //
 // A Policy keeps, per source, a short window of what one writer (a Lambda
-// container) saw: write units stored, items throttled, and how far the
-// events' own times advanced. A source that throttles, or that runs at
-// ReportShare of its keys or more, is measured (Measure: what this writer
-// sees it ask), the writers' measures are added up (shardmap.Demand), since
-// each writer sees only its share of a source, and each index whose keys
-// the sum is over, now or, on a clear rise, by the time a raise decided now
-// would start, is raised to carry it (ForDemand). A raise is sized to carry
-// the demand at bucketing.TargetUtilisation and is not asked for while the
-// last step, pending or not, carries it at the ceiling. docs/adaptive.md
-// has the reasoning and the measurements.
+// container) saw: what the source offered it, what its keys took, and
+// which index refused it. The writers' measures are added up
+// (shardmap.Demand), since each sees only its share of a source, and each
+// index whose keys the sum is over, now or on a steady rise, is raised to
+// carry it at bucketing.TargetUtilisation of what a key takes (ForDemand):
+// measured from what the keys took when their index refused writes,
+// DynamoDB's nominal figure until then. docs/adaptive.md has the reasoning
+// and the measurements.
 //
 // A Policy only decides. The caller records the raise in the shard record
 // (shardmap.Registry.RaiseUnlessCovered), where concurrent writers agree on
@@ -61,6 +59,17 @@ const (
 	// must arrive to be measured: below it the writer keeps up, and the
 	// throttling is a burst its keys absorb.
 	MinOver = 1.1
+	// Settle is how long after the counts in effect change what a
+	// source's keys take is not learned from its writes: the backlog
+	// built before them drains on their keys meanwhile, under the writers'
+	// paces learned on the old keys, which grow back and compete, and what
+	// the keys take of them is not yet their ceiling (the overload
+	// simulation learned a quarter of it 26 s after a raise).
+	Settle = time.Minute
+	// OfferedFor is how long what a writer was offered counts in what it
+	// measures: a Kinesis batch is offered when its write begins, and a
+	// write lasts up to the function's timeout.
+	OfferedFor = 2 * time.Minute
 	// ReportShare is the share of its keys' ceiling from which a writer
 	// measures a source that does not throttle: a source spread over up to
 	// eight writers is measured by each from half its ceiling. A report
@@ -93,16 +102,29 @@ type Sample struct {
 	// throttling was laid on their table key, or their GSI key
 	// (writer.Result.Blame): which index refused them.
 	TableThrottled, GSIThrottled int
-	// Fresh is the write units of the items stored past where the writer
-	// had got through the source's events (Policy.Latest) before this
-	// write, for items delivered in arrival order: the traffic it got
-	// through, each event once, however often a delivery is repeated.
-	Fresh float64
+	// Elsewhere is the items written under other counts (a backlog
+	// stamped before a raise, on the keys it was placed on): while it
+	// drains, what the keys in effect take of the writer is not their
+	// ceiling, only what it had time for.
+	Elsewhere int
 	// Latest is the newest event time among the items stored, for items
 	// delivered in the order they arrived (a Kinesis shard): how far the
 	// writer has got through the source's events. Zero for items that
 	// arrive as they are sent (an API request).
 	Latest time.Time
+	// Offered is the write units of the items delivered to the writer,
+	// stored or not, that arrived (a Kinesis record's arrival time) past
+	// Since, for items delivered in arrival order; Arrived is the newest
+	// arrival among them. Since is how far the writer had got through
+	// the source's arrivals before (Policy.Arrived), or the first of them:
+	// Offered over Arrived - Since is the rate the source sent at, however
+	// slowly the writer stores it.
+	Offered        float64
+	Since, Arrived time.Time
+	// Began is when the write began: its items, write units and throttles
+	// are spread over the seconds from Began to the sample's time. Zero
+	// puts them in that second.
+	Began time.Time
 }
 
 // Policy keeps a short window of samples per source. The zero value uses
@@ -121,9 +143,10 @@ type Policy struct {
 	MinThrottled int           // default DefaultMinThrottled
 	Horizon      time.Duration // default DefaultHorizon
 
-	mu   sync.Mutex
-	src  map[string]*window
-	sums map[string][trend - 1]summed // the last sums ForDemand kept, a window or more apart, per source
+	mu      sync.Mutex
+	src     map[string]*window
+	sums    map[string][trend - 1]summed // the last sums ForDemand kept, a window or more apart, per source
+	writers map[string]seen              // the most writers lately summed, per source
 }
 
 // summed is a source's demand as the writers' sum gave it at a time,
@@ -140,9 +163,26 @@ type summed struct {
 type window struct {
 	under    Counts
 	start    time.Time // first sample under these counts
+	changed  time.Time // when the counts changed to these; zero for a source's first
 	slots    []slot
 	reported time.Time // when Measure last answered for the source
+	arrived  time.Time // the newest arrival offered, across counts
+	// offers are the last samples' offers, across counts: a batch is
+	// offered once, when its write begins, and a write may outlast a
+	// window.
+	offers [offers]offer
+	next   int // where the next offer goes
 }
+
+// offer is what one sample was offered, at when.
+type offer struct {
+	at             time.Time
+	since, arrived time.Time
+	wcu            float64
+}
+
+// offers is how many samples' offers a window keeps.
+const offers = 8
 
 type slot struct {
 	sec int64
@@ -151,7 +191,9 @@ type slot struct {
 
 // Observe records a sample of source, written at now while the counts in
 // effect were cur. Samples taken under other counts are forgotten: once a
-// raise takes effect, throttling seen before it says nothing.
+// raise takes effect, throttling seen before it says nothing. A sample
+// that Began seconds ago is spread evenly over those seconds, so that a
+// long write (a batch paced for half a minute) counts at the rate it went.
 func (p *Policy) Observe(source string, now time.Time, cur Counts, s Sample) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -160,16 +202,63 @@ func (p *Policy) Observe(source string, now time.Time, cur Counts, s Sample) {
 	}
 	w := p.src[source]
 	n := p.slots()
-	if w == nil || w.under != cur {
-		w = &window{under: cur, start: now, slots: make([]slot, n)}
+	from := now
+	if !s.Began.IsZero() && s.Began.Before(now) {
+		from = s.Began
+	}
+	switch {
+	case w == nil:
+		w = &window{under: cur, start: from, slots: make([]slot, n)}
+		p.src[source] = w
+	case w.under != cur:
+		// What a write took before the counts changed says nothing of
+		// the new keys: the window starts now, and what the keys take is
+		// not learned from it for Settle, while the writers' paces,
+		// learned on the old keys, grow back. What the source offered is
+		// the source's.
+		w = &window{under: cur, start: now, changed: now, slots: make([]slot, n), arrived: w.arrived, offers: w.offers, next: w.next}
 		p.src[source] = w
 	}
-	sec := now.Unix()
-	sl := &w.slots[int(sec%int64(n)+int64(n))%n]
-	if sl.sec != sec {
-		*sl = slot{sec: sec}
+	if s.Offered > 0 {
+		w.offers[w.next%offers] = offer{at: now, since: s.Since, arrived: s.Arrived, wcu: s.Offered}
+		w.next++
 	}
-	sl.add(s)
+	if from.Before(w.start) {
+		s.Items, s.Stored, s.Throttled, s.TableThrottled, s.GSIThrottled, s.Elsewhere, s.WCU, s.GSIWCU = 0, 0, 0, 0, 0, 0, 0, 0
+		from = now // counted under other counts: only its progress counts
+	}
+	if s.Arrived.After(w.arrived) {
+		w.arrived = s.Arrived
+	}
+	first, last := from.Unix(), now.Unix()
+	parts := spread(s, int(last-first+1))
+	for i := max(0, len(parts)-n); i < len(parts); i++ {
+		sec := first + int64(i)
+		sl := &w.slots[int(sec%int64(n)+int64(n))%n]
+		if sl.sec != sec {
+			*sl = slot{sec: sec}
+		}
+		sl.add(parts[i])
+	}
+}
+
+// spread splits s evenly over k seconds: counts and write units in even
+// parts that add up to s's, what the sample says of the source's progress
+// in the last.
+func spread(s Sample, k int) []Sample {
+	if k <= 1 {
+		return []Sample{s}
+	}
+	parts := make([]Sample, k)
+	share := func(x int, i int) int { return (i+1)*x/k - i*x/k }
+	for i := range parts {
+		parts[i] = Sample{Items: share(s.Items, i), Stored: share(s.Stored, i), Throttled: share(s.Throttled, i),
+			TableThrottled: share(s.TableThrottled, i), GSIThrottled: share(s.GSIThrottled, i), Elsewhere: share(s.Elsewhere, i),
+			WCU: s.WCU / float64(k), GSIWCU: s.GSIWCU / float64(k)}
+	}
+	last := &parts[k-1]
+	last.Latest = s.Latest
+	return parts
 }
 
 func (s *Sample) add(o Sample) {
@@ -180,7 +269,7 @@ func (s *Sample) add(o Sample) {
 	s.Throttled += o.Throttled
 	s.TableThrottled += o.TableThrottled
 	s.GSIThrottled += o.GSIThrottled
-	s.Fresh += o.Fresh
+	s.Elsewhere += o.Elsewhere
 	if o.Latest.After(s.Latest) {
 		s.Latest = o.Latest
 	}

@@ -33,10 +33,12 @@ func stream(p *Policy, src string, from time.Time, secs int, stored, throttled, 
 	at := from.Add(-time.Hour)
 	for s := range secs {
 		now := from.Add(time.Duration(s) * time.Second)
+		prev := at
 		at = at.Add(time.Duration(progress * float64(time.Second)))
 		n := int(stored / (1 - throttled))
 		th := n - int(stored)
-		p.Observe(src, now, cur, Sample{Items: n, Stored: int(stored), WCU: stored, GSIWCU: stored, Fresh: stored, Throttled: th, Latest: at})
+		p.Observe(src, now, cur, Sample{Items: n, Stored: int(stored), WCU: stored, GSIWCU: stored, Throttled: th, Latest: at,
+			Offered: stored, Since: prev, Arrived: at})
 	}
 	return from.Add(time.Duration(secs-1) * time.Second)
 }
@@ -124,11 +126,12 @@ func TestCapacityIsLearnedFromTheIndexThatRefused(t *testing.T) {
 		p := &Policy{}
 		at := t0.Add(-time.Hour)
 		for s := range 20 {
+			prev := at
 			at = at.Add(time.Second * 250 / 720)
 			// 62.5 WCU a second stored of 70 items sent, the 7.5 refused
 			// laid on their GSI key.
 			p.Observe("s", t0.Add(time.Duration(s)*time.Second), cur, Sample{Items: 70, Stored: 62, WCU: 62.5, GSIWCU: 62.5,
-				Fresh: 62.5, Throttled: 8, GSIThrottled: 8, Latest: at})
+				Throttled: 8, GSIThrottled: 8, Latest: at, Offered: 62.5, Since: prev, Arrived: at})
 		}
 		own, ok := p.Measure("s", t0.Add(19*time.Second), cur)
 		if !ok || !own.Throttled || own.Refused != shardmap.GSIIndex || own.Took.GSI != 62.5 {
@@ -416,5 +419,118 @@ func TestOneRiseIsNotARamp(t *testing.T) {
 	}
 	if want := 2000 + 1000.0/30*DefaultHorizon.Seconds(); d.Demand != want || !strings.Contains(d.Reason, "rising") {
 		t.Errorf("ramp 1000, 1300, 1650, 2000: planned for %.0f (%s), want %.0f", d.Demand, d.Reason, want)
+	}
+}
+
+// TestALongWriteCountsAtTheRateItWent: a batch paced for 24 seconds is
+// observed once, when it ends; its write units are spread over those
+// seconds, so the window takes what its keys took a second (62.5), not
+// the whole batch at once. What the batch was offered is the rate its
+// records arrived at (180 WCU/s over their 8.3 seconds of arrivals),
+// though the writer stored only what its keys took.
+func TestALongWriteCountsAtTheRateItWent(t *testing.T) {
+	p := &Policy{}
+	cur := Counts{4, 1}
+	arrived := t0.Add(-time.Minute)
+	now := t0
+	for range 3 {
+		since := arrived
+		arrived = arrived.Add(time.Second * 500 / 60)
+		p.Observe("s", now, cur, Sample{Items: 500, Stored: 500, WCU: 1500, GSIWCU: 1500, Throttled: 40, GSIThrottled: 40,
+			Latest: arrived, Offered: 1500, Since: since, Arrived: arrived, Began: now.Add(-24 * time.Second)})
+		now = now.Add(24 * time.Second)
+	}
+	m, ok := p.Measure("s", now.Add(-24*time.Second), cur)
+	if !ok {
+		t.Fatal("a paced writer measured nothing")
+	}
+	if m.Took.GSI < 60 || m.Took.GSI > 65 {
+		t.Errorf("took %.1f WCU/s of the GSI, want 62.5: the batch's 24 seconds", m.Took.GSI)
+	}
+	if m.GSI < 175 || m.GSI > 185 || !m.Throttled || m.Refused != shardmap.GSIIndex {
+		t.Errorf("measured %+v, want 180 WCU/s asked, throttled, by the GSI", m)
+	}
+}
+
+// TestBothBlamedIsTheIndexWithFewerKeys: a paced request of one item has
+// as many items on each key, and the pacer blames both; the window then
+// takes the index whose keys each carry more of the source, or the one
+// blamed half as often again.
+func TestBothBlamedIsTheIndexWithFewerKeys(t *testing.T) {
+	var p Policy
+	for _, c := range []struct {
+		cur        Counts
+		table, gsi int
+		want       shardmap.Indexes
+	}{
+		{Counts{4, 1}, 40, 40, shardmap.GSIIndex},
+		{Counts{4, 5}, 40, 40, shardmap.TableIndex},
+		{Counts{4, 4}, 40, 40, shardmap.TableIndex | shardmap.GSIIndex},
+		{Counts{4, 1}, 80, 40, shardmap.TableIndex},
+		{Counts{4, 1}, 0, 40, shardmap.GSIIndex},
+		{Counts{4, 1}, 3, 3, 0},
+	} {
+		if got := p.refused(Sample{Items: 500, TableThrottled: c.table, GSIThrottled: c.gsi}, c.cur); got != c.want {
+			t.Errorf("%+v: %d table and %d GSI blamed: refused %d, want %d", c.cur, c.table, c.gsi, got, c.want)
+		}
+	}
+}
+
+// TestWhatKeysTookIsLearnedOnlyWhenItMeasuresThem: what keys took is their
+// ceiling only when it can be: not from a sum that lacks a writer seen in
+// the last two minutes, not from keys that took less than a sixteenth of
+// what they were asked (a stalled writer), and then the nominal figure
+// decides.
+func TestWhatKeysTookIsLearnedOnlyWhenItMeasuresThem(t *testing.T) {
+	cur := Counts{4, 1}
+	hot := shardmap.Measure{Rates: shardmap.Rates{Table: 720, GSI: 720}, Took: shardmap.Rates{Table: 250, GSI: 250}, Refused: shardmap.GSIIndex}
+	p := &Policy{}
+	if _, ok := p.ForDemand("s", t0, cur, cur, hot, 4, true); !ok {
+		t.Fatal("four writers' sum, refused by the GSI: no raise")
+	}
+	half := hot
+	half.Rates, half.Took = shardmap.Rates{Table: 360, GSI: 360}, shardmap.Rates{Table: 125, GSI: 125}
+	if d, ok := p.ForDemand("t", t0, cur, cur, hot, 4, true); !ok || d.To.GSIShards != 5 {
+		t.Fatalf("another source: %+v %v", d, ok)
+	}
+	if d, ok := p.ForDemand("t", t0.Add(time.Minute), cur, cur, half, 2, true); ok {
+		t.Fatalf("two of the four writers seen a minute before learned a ceiling: %+v", d)
+	}
+	stalled := hot
+	stalled.Took = shardmap.Rates{Table: 40, GSI: 40}
+	if d, ok := (&Policy{}).ForDemand("u", t0, cur, cur, stalled, 4, true); ok {
+		t.Fatalf("keys that took 40 of 720 asked were taken for their ceiling: %+v", d)
+	}
+}
+
+// TestWhatKeysTookIsNotLearnedWhileTheyDrainOrSettle: a writer's window
+// does not report an index refusing it in the minute after the counts in
+// effect change, nor while it also writes items placed under other counts.
+func TestWhatKeysTookIsNotLearnedWhileTheyDrainOrSettle(t *testing.T) {
+	throttled := Sample{Items: 70, Stored: 62, WCU: 62, GSIWCU: 62, Throttled: 8, GSIThrottled: 8}
+	p := &Policy{}
+	old, cur := Counts{4, 1}, Counts{4, 4}
+	p.Observe("s", t0.Add(-time.Second), old, throttled)
+	for s := range 20 {
+		p.Observe("s", t0.Add(time.Duration(s)*time.Second), cur, throttled)
+	}
+	if m, ok := p.Measure("s", t0.Add(19*time.Second), cur); !ok || m.Refused != 0 {
+		t.Fatalf("20 s after the counts changed: %+v %v, want measured, nothing refused", m, ok)
+	}
+	q := &Policy{}
+	drain := throttled
+	drain.Elsewhere = 30
+	for s := range 20 {
+		q.Observe("s", t0.Add(time.Duration(s)*time.Second), cur, drain)
+	}
+	if m, ok := q.Measure("s", t0.Add(19*time.Second), cur); !ok || m.Refused != 0 {
+		t.Fatalf("while a backlog under other counts drains: %+v %v, want measured, nothing refused", m, ok)
+	}
+	throttledAgain := &Policy{}
+	for s := range 20 {
+		throttledAgain.Observe("s", t0.Add(time.Duration(s)*time.Second), cur, throttled)
+	}
+	if m, ok := throttledAgain.Measure("s", t0.Add(19*time.Second), cur); !ok || m.Refused != shardmap.GSIIndex {
+		t.Fatalf("a writer refused by its GSI key: %+v %v", m, ok)
 	}
 }

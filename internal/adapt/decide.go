@@ -29,7 +29,10 @@ type Decision struct {
 // carries it at the ceiling. A key's ceiling is what it was measured to
 // take when its index refused writes (capacity), else KeyWCU. When the
 // sum rose steadily over the last three windows (a ramp, see rising), the
-// rise is continued to when a raise decided now would start. A step still
+// rise is continued to when a raise decided now would start, unless a
+// writer is more than a window behind the source's arrivals: it then
+// reads a backlog, whose rise is the source's past played back faster
+// than it was made, not a rise to come. A step still
 // pending for an index must be outgrown twice over: the demand was
 // measured under the counts it replaces, and a raise that covers it is on
 // its way. writers is how many writers' measures were summed, for the
@@ -40,12 +43,18 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 		reason = "throttled"
 	}
 	asked := demand.Rates
-	if ahead, ok := p.rising(source, now, cur, asked, writers); ok {
+	if ahead, ok := p.rising(source, now, cur, asked, writers); ok && demand.Behind <= p.window().Seconds() {
 		asked, reason = ahead, reason+", rising"
 	}
 	d := Decision{Demand: max(asked.Table, asked.GSI)}
-	table := p.capacity(cur.Shards, asked.Table, demand.Took.Table, demand.Refused&shardmap.TableIndex != 0)
-	gsi := p.capacity(cur.GSIShards, asked.GSI, demand.Took.GSI, demand.Refused&shardmap.GSIIndex != 0)
+	// What a key takes is what it took of every writer: a sum that lacks
+	// a writer seen lately measures less.
+	refused := demand.Refused
+	if writers < p.fleet(source, now, writers) {
+		refused = 0
+	}
+	table := p.capacity(cur.Shards, asked.Table, demand.Took.Table, refused&shardmap.TableIndex != 0)
+	gsi := p.capacity(cur.GSIShards, asked.GSI, demand.Took.GSI, refused&shardmap.GSIIndex != 0)
 	d.To = last
 	if to, cover := p.raise(cur.Shards, last.Shards, asked.Table, table); cover > last.Shards {
 		d.To.Shards, d.Cover.Shards = max(to, last.Shards+1), cover
@@ -78,16 +87,16 @@ func (c ceiling) String() string {
 
 // capacity is what each of an index's keys takes: when the index refused
 // writes, what they took (took over keys), at most KeyWCU, which stays the
-// first guess and the most a key is expected to take. The demand asked of
-// them bounds it below: a raise multiplies an index's keys by at most
-// MaxOver, however little a stalled writer stored.
+// first guess and the most a key is expected to take. Keys that took less
+// than a MaxOver-th of what they were asked measured a stalled writer, not
+// their ceiling: a raise learned from them would multiply the index's
+// keys by more than MaxOver.
 func (p *Policy) capacity(keys int, asked, took float64, refused bool) ceiling {
 	nominal := p.keyWCU()
-	if !refused || took <= 0 || keys <= 0 {
+	if !refused || keys <= 0 || took*MaxOver < asked {
 		return ceiling{wcu: nominal}
 	}
 	c := min(nominal, took/float64(keys))
-	c = max(c, asked/float64(MaxOver*keys))
 	return ceiling{wcu: c, measured: c < nominal}
 }
 
@@ -95,7 +104,8 @@ func (p *Policy) capacity(keys int, asked, took float64, refused bool) ceiling {
 // carry rate on keys of ceiling c at the target utilisation, and the keys
 // that carry it at the ceiling; 0, 0 when its keys carry it. Keys whose
 // ceiling was measured carry what they took: rate must be MinOver times
-// that, not a writer's noise above it.
+// that, not a writer's noise above it. A step pending must be outgrown
+// twice over.
 func (p *Policy) raise(keys, pending int, rate float64, c ceiling) (to, cover int) {
 	over := 1.0
 	if c.measured {
@@ -109,6 +119,29 @@ func (p *Policy) raise(keys, pending int, rate float64, c ceiling) (to, cover in
 		return 0, 0
 	}
 	return p.clamp(need(rate, c.wcu)), cover
+}
+
+// fleet remembers that writers' measures of source were summed at now,
+// and returns the most summed within OfferedFor: the writers of the
+// source lately.
+func (p *Policy) fleet(source string, now time.Time, writers int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.writers == nil || len(p.writers) > 1<<16 {
+		p.writers = map[string]seen{}
+	}
+	w := p.writers[source]
+	if writers >= w.n || now.Sub(w.at) > OfferedFor {
+		w = seen{writers, now}
+		p.writers[source] = w
+	}
+	return w.n
+}
+
+// seen is how many writers were summed, and when.
+type seen struct {
+	n  int
+	at time.Time
 }
 
 // rising remembers demand, the sum of writers' measures, as source's at

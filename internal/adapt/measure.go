@@ -19,14 +19,15 @@ type Measured struct {
 // Measure is the write units a second this writer sees source ask of each
 // index, for the caller to add up with what the other writers measured
 // (shardmap.Demand). For items delivered in arrival order it is the rate
-// they arrived at, by their own times, whether the writer keeps up, falls
-// behind or drains a backlog; for items sent as they arrive (API
-// requests), which have no backlog to read, it is the rate their keys took
-// times the share left unstored. Beside it, what the source's keys took
-// of the writer in the window, per wall second, and which indexes refused
-// it: the keys of an index that refuses take what they took. A writer
-// that keeps up with a source under ReportShare of its keys measures nothing: such a source is not
-// worth a report. ok is false then, when the window is not yet full or
+// they arrived at, by their arrival times, stored or not: what the source
+// offers, whether the writer keeps up, is held to what its keys take, or
+// drains a backlog. For items sent as they arrive (API requests), which
+// have no backlog to read, it is the rate their keys took times the share
+// left unstored. Beside it, what the source's keys took of the writer in
+// the window, per wall second, and which indexes refused it: the keys of
+// an index that refuses take what they took. A writer that keeps up with
+// a source under ReportShare of its keys measures nothing: such a source
+// is not worth a report. ok is false then, when the window is not yet full or
 // does not show the arrival yet, or when the source was measured less than
 // half a window ago: a writer reports at most twice a window.
 func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, ok bool) {
@@ -36,14 +37,15 @@ func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, 
 	}
 	over := p.over(v.seen, v.sum)
 	m.Throttled = over >= MinOver || v.sum.Throttled >= p.or(p.MinThrottled, DefaultMinThrottled) && float64(v.sum.Throttled) >= ThrottleShare*float64(v.sum.Items)
-	arrived, inOrder := p.arrival(v.seen, p.slots()/2)
+	arrived, ok := p.arrival(v.offers[:], now, p.window().Seconds()/4)
+	inOrder := !v.sum.Latest.IsZero() || v.offered
 	switch {
-	case inOrder:
+	case ok:
 		m.Table = arrived
-	case v.sum.Latest.IsZero() || m.Throttled:
+	case !inOrder:
 		m.Table = over * v.sum.WCU / v.secs // asked: stored, times the share unstored
 	default:
-		return m, false
+		return m, false // offered in arrival order, too little to read a rate from
 	}
 	m.GSI = m.Table
 	if v.sum.WCU > 0 {
@@ -53,7 +55,13 @@ func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, 
 		return m, false
 	}
 	m.Took = shardmap.Rates{Table: v.sum.WCU / v.secs, GSI: v.sum.GSIWCU / v.secs}
-	m.Refused = p.refused(v.sum)
+	if (v.changed.IsZero() || now.Sub(v.changed) >= Settle) && v.sum.Elsewhere == 0 {
+		m.Refused = p.refused(v.sum, cur)
+	}
+	m.Shards, m.GSIShards = cur.Shards, cur.GSIShards
+	if ok {
+		m.Behind = max(0, now.Sub(v.arrived).Seconds())
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.src[source]
@@ -64,75 +72,83 @@ func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, 
 	return m, true
 }
 
-// refused is the indexes that refused a window's sum: whose keys the
-// writer's pacer blamed for enough of its throttled items to be a signal.
-func (p *Policy) refused(sum Sample) shardmap.Indexes {
+// refused is the indexes that refused a window's sum under cur: whose
+// keys the writer's pacer blamed for enough of its throttled items to be a
+// signal. The pacer blames both keys of an item when its request sent as
+// many items to each (a paced request of one item, say); when both
+// indexes are blamed, the one blamed half as often again as the other
+// refused, else the one whose keys each carry more of the source (fewer
+// keys), else both.
+func (p *Policy) refused(sum Sample, cur Counts) shardmap.Indexes {
 	signal := func(n int) bool {
 		return n >= p.or(p.MinThrottled, DefaultMinThrottled) && float64(n) >= ThrottleShare*float64(sum.Items)
 	}
+	t, g := signal(sum.TableThrottled), signal(sum.GSIThrottled)
+	if t && g {
+		tn, gn := float64(sum.TableThrottled), float64(sum.GSIThrottled)
+		switch {
+		case tn >= 1.5*gn || gn < 1.5*tn && cur.Shards < cur.GSIShards:
+			g = false
+		case gn >= 1.5*tn || cur.GSIShards < cur.Shards:
+			t = false
+		}
+	}
 	var in shardmap.Indexes
-	if signal(sum.TableThrottled) {
+	if t {
 		in |= shardmap.TableIndex
 	}
-	if signal(sum.GSIThrottled) {
+	if g {
 		in |= shardmap.GSIIndex
 	}
 	return in
 }
 
 // arrival is, for items delivered in arrival order, the write units a
-// second of event time that arrived: what the writer got through past the
-// first slot with a Latest (Fresh), over the event time it got through.
-// ok is false without such items over span seconds.
-func (p *Policy) arrival(seen []slot, span int) (rate float64, ok bool) {
-	first := -1
-	var fresh float64
-	var got time.Time // how far it got: a slot that stored only old events moves nothing
-	for i, sl := range seen {
-		if sl.Latest.IsZero() {
+// second that arrived, whether the writer stored them or not: what was
+// offered to it over the arrival time it spans, from the oldest Since to
+// the newest Arrived, of the offers made within OfferedFor of now. A
+// writer held to what its keys take is still offered what the source
+// sends. ok is false when those arrivals span less than span seconds.
+func (p *Policy) arrival(offered []offer, now time.Time, span float64) (rate float64, ok bool) {
+	var wcu float64
+	var since, arrived time.Time
+	for _, o := range offered {
+		if o.at.IsZero() || now.Sub(o.at) > OfferedFor || o.at.After(now) {
 			continue
 		}
-		if first < 0 {
-			first, got = i, sl.Latest
-			continue
+		wcu += o.wcu
+		if since.IsZero() || o.since.Before(since) {
+			since = o.since
 		}
-		fresh += sl.Fresh
-		if sl.sec-seen[first].sec >= int64(span) {
-			ok = true
-		}
-		if sl.Latest.After(got) {
-			got = sl.Latest
+		if o.arrived.After(arrived) {
+			arrived = o.arrived
 		}
 	}
-	if first < 0 {
+	secs := arrived.Sub(since).Seconds()
+	if arrived.IsZero() || secs < span {
 		return 0, false
 	}
-	secs := got.Sub(seen[first].Latest).Seconds()
-	if secs <= 0 {
-		return 0, false
-	}
-	return fresh / secs, ok
+	return wcu / secs, true
 }
 
-// Latest is how far this writer got through source's events delivered in
-// arrival order: the newest Latest of its window, or zero.
-func (p *Policy) Latest(source string) time.Time {
+// Arrived is how far this writer got through source's arrivals, for items
+// delivered in arrival order: the newest arrival offered to it, or zero.
+func (p *Policy) Arrived(source string) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var t time.Time
 	if w := p.src[source]; w != nil {
-		for _, sl := range w.slots {
-			if sl.Latest.After(t) {
-				t = sl.Latest
-			}
-		}
+		return w.arrived
 	}
-	return t
+	return time.Time{}
 }
 
 // view is a window read for a decision: its sum, and how long it spans.
 type view struct {
-	sum Sample
+	arrived time.Time // the newest arrival offered, across counts
+	offers  [offers]offer
+	offered bool      // anything was ever offered: the items arrive in order
+	changed time.Time // when the counts changed to these
+	sum     Sample
 	// slots with samples, oldest first, for the event-time progress
 	seen []slot
 	secs float64
@@ -147,6 +163,7 @@ func (p *Policy) view(source string, now time.Time, cur Counts) (v view, ok bool
 	if w == nil || w.under != cur {
 		return v, false
 	}
+	v.arrived, v.offers, v.offered, v.changed = w.arrived, w.offers, w.next > 0, w.changed
 	oldest := now.Unix() - int64(len(w.slots)) + 1
 	for _, sl := range w.slots {
 		if sl.sec < oldest || sl.sec > now.Unix() {

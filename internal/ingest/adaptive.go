@@ -15,12 +15,17 @@ import (
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
-// observe feeds the policy what a write showed of each source writing
-// today (adaptive sharding, internal/adapt). items[n] is the item of
-// units[idx[n]]; res is the write's result. inOrder says the units are a
+// watchEvery is how often a long write shows the policy what it has done
+// so far (writer.WriteInOrderWatched): several times a decision window.
+const watchEvery = 2 * time.Second
+
+// watcher feeds the policy what a write shows of each source writing
+// today (adaptive sharding, internal/adapt), as it goes and when it ends:
+// items[n] is the item of units[idx[n]]. inOrder says the units are a
 // Kinesis shard's records, in arrival order: then the policy keeps a
 // window per (source, shard), since a warm container may serve several
-// shards, and how far the writer got through the source's events is the
+// shards; what the source offers is read from the records' arrival times,
+// stored or not, and how far the writer got through its events is the
 // newest of those stored before the first record not stored (where the
 // mapping resumes: the records after it come again).
 //
@@ -30,104 +35,204 @@ import (
 // the source was throttled) stays on the old keys whatever is raised next:
 // its throttling must not ask for more shards, or a long backlog would
 // push every count it meets to the maximum.
-func (h *Handler) observe(units []unit, idx []int, items []item.Item, res writer.Result, inOrder bool) {
+type watcher struct {
+	h       *Handler
+	units   []unit
+	idx     []int
+	items   []item.Item
+	inOrder bool
+	last    time.Time // when the policy was last shown the write (or it began)
+	offered bool      // the records' arrivals have been shown
+	// stored and throttled mark the items the policy has been shown
+	// stored, and throttled.
+	stored, throttled []bool
+}
+
+// watch is a watcher of a write of items that begins now; nil when
+// adaptive sharding is off.
+func (h *Handler) watch(units []unit, idx []int, items []item.Item, inOrder bool) *watcher {
 	if h.policy == nil || len(items) == 0 {
+		return nil
+	}
+	return &watcher{h: h, units: units, idx: idx, items: items, inOrder: inOrder, last: h.now(),
+		stored: make([]bool, len(items)), throttled: make([]bool, len(items))}
+}
+
+// observe shows the policy what res, the write so far (or, when done, all
+// of it), shows that it has not been shown: the items stored and
+// throttled since, spread over the time since it was last shown, and
+// when done, the items that were not stored.
+func (w *watcher) observe(res writer.Result, done bool) {
+	if w == nil {
 		return
 	}
+	h := w.h
 	now := h.now()
-	today, start := dayNumber(now), dayStart(now)
-	day := now.UTC().Format(bucketing.DayLayout)
-	type seen struct {
-		key    string // policyKey
-		cur    adapt.Counts
-		sched  bucketing.Schedule
-		sample adapt.Sample
-		got    time.Time // how far the writer had got through the source's events
+	o := observation{h: h, now: now, today: dayNumber(now), start: dayStart(now), day: now.UTC().Format(bucketing.DayLayout),
+		inOrder: w.inOrder, sources: map[sourceKey]*seen{}}
+	resume := resumeAt(w.units, w.idx, res)
+	for n, u := range w.idx {
+		s := o.seen(&w.units[u])
+		if s == nil {
+			continue
+		}
+		unit := &w.units[u]
+		if !w.offered && w.inOrder && unit.received.After(s.since) {
+			s.offer(unit.received, float64(itemWCU(w.items[n])))
+		}
+		if !s.counts(unit) {
+			if !w.stored[n] && (res.Status[n] == writer.Stored || done) {
+				w.stored[n] = true
+				s.sample.Elsewhere++
+			}
+			continue
+		}
+		if res.Throttled[n] && !w.throttled[n] {
+			w.throttled[n] = true
+			s.throttle(res.Blame[n])
+		}
+		switch {
+		case w.stored[n]:
+		case res.Status[n] == writer.Stored:
+			w.stored[n] = true
+			s.store(unit, u < resume && w.inOrder, w.items[n])
+		case done:
+			s.sample.Items++ // tried, and not stored: held back by its key's pace, or failed
+		}
 	}
-	// resume is the first unit not stored: Lambda delivers it again, and
-	// every unit after it.
-	resume := len(units)
+	w.offered = true
+	for _, s := range o.sources {
+		if s.sample.Items > 0 || s.sample.Offered > 0 || s.sample.Elsewhere > 0 {
+			s.sample.Began = w.last
+			h.policy.Observe(s.key, now, s.cur, s.sample)
+		}
+	}
+	w.last = now
+	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {
+		h.forgot.Store(sec)
+		h.policy.Forget(now)
+	}
+}
+
+// resumeAt is the first unit not stored: Lambda delivers it again, and
+// every unit after it.
+func resumeAt(units []unit, idx []int, res writer.Result) int {
 	stored := make([]bool, len(units))
 	for n, u := range idx {
 		stored[u] = res.Status[n] == writer.Stored
 	}
 	for u := range units {
 		if !stored[u] {
-			resume = u
-			break
+			return u
 		}
 	}
-	// Keyed by the key's parts: policyKey builds a string, which only a
-	// new entry pays for.
-	type sourceKey struct{ source, shard string }
-	sources := map[sourceKey]*seen{}
-	var lastKey sourceKey // the previous unit's, whose entry is lastSeen: units mostly share a key
-	var lastSeen *seen
-	for n, u := range idx {
-		stream, at := units[u].placed()
-		if dayNumber(at) != today {
-			continue
+	return len(units)
+}
+
+// observation is what one look at a write shows, by source (and Kinesis
+// shard).
+type observation struct {
+	h          *Handler
+	now, start time.Time
+	today      int64
+	day        string
+	inOrder    bool
+	sources    map[sourceKey]*seen
+	lastKey    sourceKey // the previous unit's, whose entry is last: units mostly share a key
+	last       *seen
+}
+
+// sourceKey is a policy window's key by its parts: policyKey builds a
+// string, which only a new entry pays for.
+type sourceKey struct{ source, shard string }
+
+// seen is what a write showed of one source (and Kinesis shard).
+type seen struct {
+	key    string // policyKey
+	cur    adapt.Counts
+	sched  bucketing.Schedule
+	sample adapt.Sample
+	since  time.Time // how far the writer had got through its arrivals (adapt.Policy.Arrived)
+}
+
+// seen is the entry of u's source, or nil when u does not count: it is
+// not today's, or its source's schedule is not known.
+func (o *observation) seen(u *unit) *seen {
+	stream, at := u.placed()
+	if dayNumber(at) != o.today {
+		return nil
+	}
+	sk := sourceKey{source: stream.Source}
+	if o.inOrder {
+		sk.shard = u.origin.ShardID
+	}
+	if o.last != nil && sk == o.lastKey {
+		return o.last
+	}
+	s := o.sources[sk]
+	if s == nil {
+		// The batch's items were built from this schedule a moment ago:
+		// the registry answers from its cache.
+		sched, ok := o.h.registry.Known(stream, o.day)
+		if !ok {
+			return nil
 		}
-		sk := sourceKey{source: stream.Source}
-		if inOrder {
-			sk.shard = units[u].origin.ShardID
-		}
-		s := lastSeen
-		if s == nil || sk != lastKey {
-			s = sources[sk]
-		}
-		if s == nil {
-			key := policyKey(stream.Source, units[u], inOrder)
-			// The batch's items were built from this schedule a moment
-			// ago: the registry answers from its cache.
-			sched, ok := h.registry.Known(stream, day)
-			if !ok {
-				continue
-			}
-			s = &seen{key: key, cur: adapt.Of(shardmap.InEffect(sched, start, now, now)), sched: sched, got: h.policy.Latest(key)}
-			sources[sk] = s
-		}
-		lastKey, lastSeen = sk, s
-		if s.sched.At(at).Shards != s.cur.Shards {
-			continue // its GSI count is the one in effect; its table count is not
-		}
-		s.sample.Items++
-		ahead := inOrder && u < resume // stored where the shard resumes past it
-		if res.Status[n] == writer.Stored {
-			s.sample.Stored++
-			if ahead && at.After(s.sample.Latest) {
-				s.sample.Latest = at
-			}
-		}
-		if res.Throttled[n] {
-			s.sample.Throttled++
-			if res.Blame[n]&pace.Table != 0 {
-				s.sample.TableThrottled++
-			}
-			if res.Blame[n]&pace.GSI != 0 {
-				s.sample.GSIThrottled++
-			}
-		}
-		if res.Status[n] != writer.Stored {
-			continue // held back by its key's pace, or failed: nothing taken
-		}
-		w := float64(itemWCU(items[n]))
-		s.sample.WCU += w
-		if units[u].event != nil {
-			s.sample.GSIWCU += w // a rejected record has no GSI copy: its GSI demand stays 0, and its GSI count is never raised
-		}
-		if ahead && at.After(s.got) {
-			s.sample.Fresh += w
+		key := policyKey(stream.Source, *u, o.inOrder)
+		s = &seen{key: key, cur: adapt.Of(shardmap.InEffect(sched, o.start, o.now, o.now)), sched: sched, since: o.h.policy.Arrived(key)}
+		o.sources[sk] = s
+	}
+	o.lastKey, o.last = sk, s
+	return s
+}
+
+// counts says whether u's item counts in the sample: placed under the
+// table count in effect (its GSI count is the one in effect).
+func (s *seen) counts(u *unit) bool {
+	_, at := u.placed()
+	return s.sched.At(at).Shards == s.cur.Shards
+}
+
+// throttle counts an item throttled, its throttling laid on its table key,
+// its GSI key or both.
+func (s *seen) throttle(blame pace.Blame) {
+	s.sample.Throttled++
+	if blame&pace.Table != 0 {
+		s.sample.TableThrottled++
+	}
+	if blame&pace.GSI != 0 {
+		s.sample.GSIThrottled++
+	}
+}
+
+// store counts u's item it stored; ahead says it lies before where the
+// shard resumes, so that the writer has got through it.
+func (s *seen) store(u *unit, ahead bool, it item.Item) {
+	w := float64(itemWCU(it))
+	s.sample.Items++
+	s.sample.Stored++
+	if _, at := u.placed(); ahead && at.After(s.sample.Latest) {
+		s.sample.Latest = at
+	}
+	s.sample.WCU += w
+	if u.event != nil {
+		s.sample.GSIWCU += w // a rejected record has no GSI copy: its GSI demand stays 0, and its GSI count is never raised
+	}
+}
+
+// offer counts w write units offered that arrived at arrival, past where
+// the writer had got through the source's arrivals. The first arrival of
+// a source new to the writer, or back after a pause of a window or more,
+// starts the span.
+func (s *seen) offer(arrival time.Time, w float64) {
+	if s.sample.Since.IsZero() {
+		s.sample.Since = s.since
+		if s.since.IsZero() || arrival.Sub(s.since) > adapt.DefaultWindow {
+			s.sample.Since = arrival
 		}
 	}
-	for _, s := range sources {
-		if s.sample.Items > 0 {
-			h.policy.Observe(s.key, now, s.cur, s.sample)
-		}
-	}
-	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {
-		h.forgot.Store(sec)
-		h.policy.Forget(now)
+	s.sample.Offered += w
+	if arrival.After(s.sample.Arrived) {
+		s.sample.Arrived = arrival
 	}
 }
 

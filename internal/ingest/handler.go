@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -122,6 +123,9 @@ func New(cfg Config, client Client, o Options) *Handler {
 			pacer.KeyWCU = o.Policy.KeyWCU
 		}
 	}
+	if pacer.Family == nil {
+		pacer.Family = shardFamily
+	}
 	h.writer = &writer.Writer{Client: client, Table: cfg.Table, Concurrency: cfg.WriteConcurrency,
 		Pacer: pacer, Sleep: o.Sleep}
 	return h
@@ -192,4 +196,14 @@ func (h *Handler) report(ctx context.Context, kind string, accepted, rejected, f
 	); err != nil {
 		h.log.Warn("metrics", slog.String("error", err.Error()))
 	}
+}
+
+// shardFamily is a partition key without its shard: the keys of one
+// index of one source on one day (the table) or hour (the GSI), which a
+// pacer paces alike (pace.Pacer.Family).
+func shardFamily(key string) string {
+	if i := strings.LastIndexByte(key, '#'); i >= 0 {
+		return key[:i]
+	}
+	return key
 }

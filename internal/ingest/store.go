@@ -74,14 +74,29 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 		if err != nil && st.firstErr == nil {
 			st.firstErr = err
 		}
-		write := h.writer.Write
-		if inOrder {
-			write = h.writer.WriteInOrder
-		}
-		res := writeUnknown(ctx, write, units, idx, items)
+		var w *watcher
 		if pass == 0 {
-			h.observe(units, idx, items, res, inOrder)
+			w = h.watch(units, idx, items, inOrder)
 		}
+		write := func(ctx context.Context, items []item.Item, _ func(writer.Result)) writer.Result {
+			return h.writer.Write(ctx, items)
+		}
+		var watch func(writer.Result)
+		if inOrder {
+			write = func(ctx context.Context, items []item.Item, watch func(writer.Result)) writer.Result {
+				return h.writer.WriteInOrderWatched(ctx, items, watchEvery, watch)
+			}
+			if w != nil {
+				// A long write shows the policy what it took as it goes,
+				// and the policy may raise before it ends.
+				watch = func(so writer.Result) {
+					w.observe(so, false)
+					h.raise(ctx, units, inOrder)
+				}
+			}
+		}
+		res := writeUnknown(ctx, write, units, idx, items, watch)
+		w.observe(res, true)
 		st.requests += res.Requests
 		st.retried += res.Retried
 		st.wcu += res.WCU
@@ -120,7 +135,10 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 
 // writeUnknown writes the items of units that are not known to be stored
 // and answers for all of them: a known unit's item is Stored, at no cost.
-func writeUnknown(ctx context.Context, write func(context.Context, []item.Item) writer.Result, units []unit, idx []int, items []item.Item) writer.Result {
+// watch, when not nil, is shown the write so far as write shows it, for
+// all of them too.
+func writeUnknown(ctx context.Context, write func(context.Context, []item.Item, func(writer.Result)) writer.Result,
+	units []unit, idx []int, items []item.Item, watch func(writer.Result)) writer.Result {
 	var send []int // positions in items of what to write
 	for n, u := range idx {
 		if !units[u].known {
@@ -128,21 +146,30 @@ func writeUnknown(ctx context.Context, write func(context.Context, []item.Item) 
 		}
 	}
 	if len(send) == len(items) {
-		return write(ctx, items)
+		return write(ctx, items, watch)
 	}
 	part := make([]item.Item, len(send))
 	for i, n := range send {
 		part[i] = items[n]
 	}
-	r := write(ctx, part)
-	all := writer.Result{Status: make([]writer.Status, len(items)), Err: make([]error, len(items)),
-		Throttled: make([]bool, len(items)), Blame: make([]pace.Blame, len(items)),
-		Requests: r.Requests, Retried: r.Retried, Sent: r.Sent, Refused: r.Refused, WCU: r.WCU}
-	for n := range all.Status {
-		all.Status[n] = writer.Stored
+	var partial func(writer.Result)
+	if watch != nil {
+		partial = func(r writer.Result) { watch(widen(r, send, len(items))) }
 	}
-	for i, n := range send {
-		all.Status[n], all.Err[n], all.Throttled[n], all.Blame[n] = r.Status[i], r.Err[i], r.Throttled[i], r.Blame[i]
+	return widen(write(ctx, part, partial), send, len(items))
+}
+
+// widen is r, the result of writing the items at positions send of n, as
+// the result of all n: the others are Stored, at no cost.
+func widen(r writer.Result, send []int, n int) writer.Result {
+	all := writer.Result{Status: make([]writer.Status, n), Err: make([]error, n),
+		Throttled: make([]bool, n), Blame: make([]pace.Blame, n),
+		Requests: r.Requests, Retried: r.Retried, Sent: r.Sent, Refused: r.Refused, WCU: r.WCU}
+	for i := range all.Status {
+		all.Status[i] = writer.Stored
+	}
+	for i, k := range send {
+		all.Status[k], all.Err[k], all.Throttled[k], all.Blame[k] = r.Status[i], r.Err[i], r.Throttled[i], r.Blame[i]
 	}
 	return all
 }

@@ -39,6 +39,20 @@ type Measure struct {
 	Rates
 	Took    Rates
 	Refused Indexes
+	// Shards and GSIShards are the counts in effect when it was measured:
+	// reports under other counts measured other keys, and are not added
+	// up. 0 in a report of an earlier release, which adds up with any.
+	Shards, GSIShards int
+	// Behind is how far behind the source's arrivals the writer was, in
+	// seconds: the age of the newest record offered to it. The sum's is
+	// the most any writer was behind.
+	Behind float64
+}
+
+// under says whether a report measured under the counts of o: the same
+// counts, or a report that does not say.
+func (m Measure) under(o Measure) bool {
+	return m.Shards == 0 && m.GSIShards == 0 || m.Shards == o.Shards && m.GSIShards == o.GSIShards
 }
 
 // Indexes is a set of the table's indexes.
@@ -92,6 +106,8 @@ func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer str
 	entry := &types.AttributeValueMemberL{Value: []types.AttributeValue{
 		rate(m.Table), rate(m.GSI), &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
 		rate(m.Took.Table), rate(m.Took.GSI), &types.AttributeValueMemberN{Value: strconv.Itoa(int(m.Refused))},
+		&types.AttributeValueMemberN{Value: strconv.Itoa(m.Shards)}, &types.AttributeValueMemberN{Value: strconv.Itoa(m.GSIShards)},
+		rate(m.Behind),
 	}}
 	expr := "SET #w = :w"
 	names := map[string]string{"#w": demandPrefix + writer}
@@ -142,13 +158,18 @@ func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer str
 			stale = append(stale, name)
 			continue
 		}
+		if !r.under(m) {
+			continue // measured other keys: a raise took effect between the two
+		}
 		sum.Table += r.Table
 		sum.GSI += r.GSI
 		sum.Took.Table += r.Took.Table
 		sum.Took.GSI += r.Took.GSI
 		sum.Refused |= r.Refused
+		sum.Behind = max(sum.Behind, r.Behind)
 		sum.Writers++
 	}
+	sum.Shards, sum.GSIShards = m.Shards, m.GSIShards
 	// A stale report is left out of every sum, and removed by this
 	// writer's next report of the day: the item holds only writers that
 	// reported lately.
@@ -169,14 +190,14 @@ func rate(f float64) *types.AttributeValueMemberN {
 }
 
 // decodeReport reads a writer's report: [table rate, GSI rate, unix time,
-// table took, GSI took, indexes refused]; a report of an earlier release
-// has the first three.
+// table took, GSI took, indexes refused, shards, GSI shards, seconds
+// behind]; a report of an earlier release has the first three.
 func decodeReport(v types.AttributeValue) (Measure, time.Time, bool) {
 	l, ok := v.(*types.AttributeValueMemberL)
-	if !ok || len(l.Value) != 3 && len(l.Value) != 6 {
+	if !ok || len(l.Value) != 3 && len(l.Value) != 9 {
 		return Measure{}, time.Time{}, false
 	}
-	var f [6]float64
+	var f [9]float64
 	for i, x := range l.Value {
 		n, ok := x.(*types.AttributeValueMemberN)
 		if !ok {
@@ -187,6 +208,7 @@ func decodeReport(v types.AttributeValue) (Measure, time.Time, bool) {
 			return Measure{}, time.Time{}, false
 		}
 	}
-	m := Measure{Rates: Rates{f[0], f[1]}, Took: Rates{f[3], f[4]}, Refused: Indexes(f[5]) & (TableIndex | GSIIndex)}
+	m := Measure{Rates: Rates{f[0], f[1]}, Took: Rates{f[3], f[4]}, Refused: Indexes(f[5]) & (TableIndex | GSIIndex),
+		Shards: int(f[6]), GSIShards: int(f[7]), Behind: f[8]}
 	return m, time.Unix(int64(f[2]), 0), true
 }

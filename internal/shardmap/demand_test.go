@@ -99,8 +99,9 @@ func scanPK(t *testing.T, c *dynamodb.Client, table, pk string) []map[string]typ
 
 // TestDemandAddsUpWhatTheKeysTook: the writers' reports add up what each
 // index's keys took of them, and the indexes any writer saw refuse; a
-// report an earlier release wrote ([table, GSI, time]) still counts, as a
-// demand that measured no capacity.
+// report under other counts (before a raise took effect) measured other
+// keys and is left out; a report an earlier release wrote ([table, GSI,
+// time]) still counts, as a demand that measured no capacity.
 func TestDemandAddsUpWhatTheKeysTook(t *testing.T) {
 	ctx := context.Background()
 	table := testddb.Table(t)
@@ -121,14 +122,18 @@ func TestDemandAddsUpWhatTheKeysTook(t *testing.T) {
 	}
 	a := &Demand{Client: c, Table: table, Fresh: 20 * time.Second}
 	b := &Demand{Client: c, Table: table, Fresh: 20 * time.Second}
-	if _, err := a.Report(ctx, src, day, "a", Measure{Rates: Rates{180, 180}, Took: Rates{60, 60}, Refused: GSIIndex}, now); err != nil {
+	before := &Demand{Client: c, Table: table, Fresh: 20 * time.Second}
+	if _, err := before.Report(ctx, src, day, "before", Measure{Rates: Rates{180, 180}, Took: Rates{60, 60}, Refused: TableIndex, Shards: 4, GSIShards: 1}, now); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := b.Report(ctx, src, day, "b", Measure{Rates: Rates{180, 180}, Took: Rates{65, 65.5}}, now)
+	if _, err := a.Report(ctx, src, day, "a", Measure{Rates: Rates{180, 180}, Took: Rates{60, 60}, Refused: GSIIndex, Shards: 4, GSIShards: 5, Behind: 42}, now); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := b.Report(ctx, src, day, "b", Measure{Rates: Rates{180, 180}, Took: Rates{65, 65.5}, Shards: 4, GSIShards: 5}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Sum{Measure: Measure{Rates: Rates{460, 460}, Took: Rates{125, 125.5}, Refused: GSIIndex}, Writers: 3}
+	want := Sum{Measure: Measure{Rates: Rates{460, 460}, Took: Rates{125, 125.5}, Refused: GSIIndex, Shards: 4, GSIShards: 5, Behind: 42}, Writers: 3}
 	if sum != want {
 		t.Fatalf("sum %+v, want %+v", sum, want)
 	}

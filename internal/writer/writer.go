@@ -132,7 +132,16 @@ func (w *Writer) Write(ctx context.Context, items []item.Item) Result {
 // anyway, and a backlog would then drain at a fraction of what its keys
 // take.
 func (w *Writer) WriteInOrder(ctx context.Context, items []item.Item) Result {
+	return w.WriteInOrderWatched(ctx, items, 0, nil)
+}
+
+// WriteInOrderWatched is WriteInOrder that shows watch what the write has
+// done so far, between its retries, every so often of the pacer's clock:
+// a batch paced for half a minute need not wait for its end to tell
+// adaptive sharding what its keys take. watch must not keep the Result.
+func (w *Writer) WriteInOrderWatched(ctx context.Context, items []item.Item, every time.Duration, watch func(Result)) Result {
 	res, left := w.write(ctx, items, w.once)
+	shown := w.Pacer.Time()
 	// An item written for several (the last of its key) goes where the
 	// first of them is: that is the record that waits for it.
 	first := make([]int, len(items))
@@ -150,6 +159,10 @@ func (w *Writer) WriteInOrder(ctx context.Context, items []item.Item) Result {
 			rest = append(rest, left[k])
 		}
 		left = append(rest, left[n:]...)
+		if now := w.Pacer.Time(); watch != nil && now.Sub(shown) >= every {
+			watch(res)
+			shown = now
+		}
 		if len(st.left) == 0 {
 			continue
 		}
