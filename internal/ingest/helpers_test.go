@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/simtime"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
@@ -27,42 +27,53 @@ func TestMain(m *testing.M) { testddb.Main(m) }
 var fixtureNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
 type env struct {
-	table  string
-	client *dynamodb.Client
-	h      apiHandler        // its API answers checked against the OpenAPI document
-	proxy  *faultproxy.Proxy // nil unless asked for
-	cfg    Config
-	via    string // the handler's endpoint: DynamoDB Local, or the proxy
+	table    string
+	client   *dynamodb.Client  // the test's own, on DynamoDB Local
+	h        apiHandler        // its API answers checked against the OpenAPI document
+	proxy    *faultproxy.Proxy // nil unless asked for
+	cfg      Config
+	endpoint string // DynamoDB Local's
+	via      string // the handler's endpoint: DynamoDB Local, or the proxy
 }
 
 // newEnv makes a fresh table and a handler on it, at fixtureNow. With
 // proxied, the handler talks through a fault proxy.
 func newEnv(t *testing.T, proxied bool, edit func(*Config)) *env {
 	t.Helper()
-	e := &env{table: testddb.Table(t)}
-	endpoint := testddb.Endpoint(t)
-	e.client = testddb.Client(t, endpoint)
-	if proxied {
-		p := faultproxy.For(t, endpoint)
-		e.proxy = p
-		endpoint = p.URL
-	}
-	cfg := DefaultConfig(e.table)
-	if edit != nil {
-		edit(&cfg)
-	}
-	e.cfg, e.via = cfg, endpoint
-	e.h = checked(t, New(cfg, testddb.Client(t, endpoint), Options{Now: func() time.Time { return fixtureNow }}))
+	e := newSimEnv(t, proxied, edit)
+	e.client = testddb.Client(t, e.endpoint)
+	e.h = checked(t, New(e.cfg, testddb.Client(t, e.via), Options{Now: func() time.Time { return fixtureNow }}))
 	return e
 }
 
-// compress gives e a handler whose clock, waits and pacing run speed times
-// faster than the wall from fixtureNow: a test of random faults, which
-// DynamoDB never answers at random, need not wait out the pace their keys
-// would need under real heat.
-func (e *env) compress(t *testing.T, speed float64) {
-	clk := &simClock{start: fixtureNow, real: time.Now(), speed: speed}
-	e.h = checked(t, New(e.cfg, testddb.Client(t, e.via), Options{Now: clk.now, Sleep: clk.sleep, Pacer: &pace.Pacer{Now: clk.now}}))
+// newSimEnv is newEnv for a test on a virtual clock (testkit/simtime): it
+// makes the table, and the proxy with proxied, which cannot be made inside
+// simtime.Run, and leaves e without clients or handler until env.on gives
+// it those of the clock, inside.
+func newSimEnv(t *testing.T, proxied bool, edit func(*Config)) *env {
+	t.Helper()
+	e := &env{table: testddb.Table(t), endpoint: testddb.Endpoint(t)}
+	e.via = e.endpoint
+	if proxied {
+		e.proxy = faultproxy.For(t, e.endpoint)
+		e.via = e.proxy.URL
+	}
+	e.cfg = DefaultConfig(e.table)
+	if edit != nil {
+		edit(&e.cfg)
+	}
+	return e
+}
+
+// on gives e, made by newSimEnv, clients on clk and a handler whose clock
+// is clk's (from the start simtime.Run was given); call it inside Run.
+// Each of the handler's requests waits lag of the clock, as DynamoDB's
+// latency; the test's own (e.client: scan, itemsIn, assertExactlyOnce)
+// wait nothing.
+func (e *env) on(t *testing.T, clk *simtime.Clock, lag time.Duration) {
+	t.Helper()
+	e.client = clk.Client(e.endpoint, 0)
+	e.h = checked(t, New(e.cfg, clk.Client(e.via, lag), Options{Now: clk.Now}))
 }
 
 // scan returns every item of the table.

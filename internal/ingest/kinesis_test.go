@@ -15,6 +15,7 @@ import (
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/simtime"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
@@ -384,14 +385,18 @@ func TestRedeliveryWritesOnlyWhatFailed(t *testing.T) {
 }
 
 // TestThrottlingRetriedUntilStored: throttled and failing requests are
-// retried (by the SDK, then by the writer) and every event is stored once.
-// Compressed twenty times: two requests in three refused at random pace
-// their keys down to a few items a second.
+// retried (by the SDK, then by the writer) and every event is stored once,
+// none reported. It runs on a virtual clock (testkit/simtime), each request
+// waiting 5 ms of it; the back-off, the pacing and the deadline run on it,
+// and it stands still while a request is under way, so a busy machine
+// changes how long the test takes, never its verdict. Two requests in three
+// refused with ProvisionedThroughputExceededException pace the key down to
+// a few items a second: the 300 events take about a minute and a half of
+// the clock, so the invocation has Lambda's longest timeout, 15 minutes.
 func TestThrottlingRetriedUntilStored(t *testing.T) {
 	for _, f := range []*faultproxy.Fault{faultproxy.Throttled, faultproxy.Throttling, faultproxy.LimitExceeded, faultproxy.ServerError} {
 		t.Run(f.Code, func(t *testing.T) {
-			e := newEnv(t, true, nil)
-			e.compress(t, 20)
+			e := newSimEnv(t, true, nil)
 			e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
 				if r.Op == "BatchWriteItem" && r.N%3 != 0 { // two of every three fail
 					return f, nil
@@ -402,18 +407,22 @@ func TestThrottlingRetriedUntilStored(t *testing.T) {
 			for i := range 300 {
 				payloads = append(payloads, eventJSON("orders", fmt.Sprintf("t-%d", i), fixtureNow.Add(-time.Minute)))
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			resp, err := e.h.Kinesis(ctx, kinesisBatch(payloads...))
-			if err != nil || len(resp.BatchItemFailures) != 0 {
-				t.Fatalf("%v, %d failures", err, len(resp.BatchItemFailures))
-			}
-			if n := len(e.itemsIn(t, "E#")); n != 300 {
-				t.Fatalf("%d events stored, want 300", n)
-			}
-			if e.proxy.Faults.Load() == 0 {
-				t.Fatal("no fault was injected")
-			}
+			simtime.Run(t, fixtureNow, func(t *testing.T, clk *simtime.Clock) {
+				e.on(t, clk, 5*time.Millisecond)
+				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+				defer cancel()
+				resp, err := e.h.Kinesis(ctx, kinesisBatch(payloads...))
+				if err != nil || len(resp.BatchItemFailures) != 0 {
+					t.Fatalf("%v, %d failures", err, len(resp.BatchItemFailures))
+				}
+				if n := len(e.itemsIn(t, "E#")); n != 300 {
+					t.Fatalf("%d events stored, want 300", n)
+				}
+				if e.proxy.Faults.Load() == 0 {
+					t.Fatal("no fault was injected")
+				}
+				t.Logf("%d faults; %v of the clock", e.proxy.Faults.Load(), clk.Now().Sub(fixtureNow))
+			})
 		})
 	}
 }

@@ -11,45 +11,34 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/adapt"
-	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
-	"github.com/shardline/shardline/testkit/testddb"
+	"github.com/shardline/shardline/testkit/simtime"
 )
 
-// The pieces of the compressed-time ramp test (ramp_test.go): a fast clock,
-// Kinesis-like delivery to a warm container, a tally of what the partition
-// model throttled by event time, and a reader of every event on one path.
+// The pieces of the heat simulations (overload_test.go, ramp_test.go and
+// others): Kinesis-like delivery to warm containers, a tally of what the
+// partition model throttled by event time, and a reader of every event on
+// one path. A simulation runs on a virtual clock (testkit/simtime): its
+// time advances only when every container, the model and the loop that
+// drives them wait on it, so a busy machine changes how long it takes,
+// never what it measures. Its DynamoDB clients are the clock's
+// (simtime.Clock.Client), which wait lag before each request, as
+// DynamoDB's latency does; the fault proxy runs outside the clock and its
+// partition model reads the time each request was sent at
+// (simtime.Clock.Seen).
 
-// simClock runs speed times faster than the wall clock from start.
-//
-// The simulations that run on one spend most of their wall time waiting
-// for it, so they run in parallel with each other: after the package's
-// other tests, at most -test.parallel at once (GOMAXPROCS by default, two
-// on a 2-core machine), each on its own table, proxy and containers.
-// Starved of CPU, a simulation's delivery loop stalls, then catches up in
-// a burst: the writers' summed demand rises once, steeply. Until the
-// policy took only a steady rise for a ramp (adapt.Policy.rising), the
-// ramp read such a burst eight minutes ahead and compounded its raises,
-// beside another simulation in 1 make test of 9.
-type simClock struct {
-	start, real time.Time
-	speed       float64
-}
-
-func (c *simClock) now() time.Time {
-	return c.start.Add(time.Duration(float64(time.Since(c.real)) * c.speed))
-}
-
-// sleep waits d of the clock: d/speed of the wall clock.
-func (c *simClock) sleep(ctx context.Context, d time.Duration) error {
-	return backoff.SleepWithin(ctx, time.Duration(float64(d)/c.speed))
-}
+// lag is DynamoDB's latency in a simulation: what each request waits of
+// the virtual clock.
+const lag = 5 * time.Millisecond
 
 // rampEvent is one event of the ramp, by its id and time, and its source
 // when it is not the queue's.
@@ -65,24 +54,47 @@ type rampEvent struct {
 // before the first failed one and delivers again from there, records that
 // were stored after it included.
 type shardQueue struct {
-	name    string
-	h       *Handler
+	name   string
+	h      *Handler
+	pad    int  // bytes of data each event carries beside its id
+	reject bool // records that are not events (no type): all quarantined
+
+	mu      sync.Mutex
 	records []rampEvent
-	next    int  // sequence number of records[0]
-	pad     int  // bytes of data each event carries beside its id
-	reject  bool // records that are not events (no type): all quarantined
+	next    int // sequence number of records[0]
+}
+
+// push puts es on the shard.
+func (q *shardQueue) push(es ...rampEvent) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.records = append(q.records, es...)
+}
+
+// waiting is how many records wait on the shard, acknowledged by no
+// invocation yet, and the oldest one's time.
+func (q *shardQueue) waiting() (n int, oldest time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.records) > 0 {
+		oldest = q.records[0].at
+	}
+	return len(q.records), oldest
 }
 
 // deliver invokes the handler once with the queue's head, drops what it
 // acknowledged, and returns how many records it delivered.
 func (q *shardQueue) deliver(t *testing.T, source string, batch int, timeout time.Duration) int {
+	q.mu.Lock()
 	n := min(batch, len(q.records))
+	head, next := q.records[:n:n], q.next
+	q.mu.Unlock()
 	if n == 0 {
 		return 0
 	}
 	var ev events.KinesisEvent
-	for i, e := range q.records[:n] {
-		seq := fmt.Sprintf("%s%039d", q.name, q.next+i)
+	for i, e := range head {
+		seq := fmt.Sprintf("%s%039d", q.name, next+i)
 		src := source
 		if e.source != "" {
 			src = e.source
@@ -113,8 +125,10 @@ func (q *shardQueue) deliver(t *testing.T, source string, batch int, timeout tim
 			}
 		}
 	}
+	q.mu.Lock()
 	q.records = q.records[done:]
 	q.next += done
+	q.mu.Unlock()
 	return n
 }
 
@@ -212,9 +226,9 @@ func timeline(samples []sample) string {
 
 // readAll pages through a source's events in [from, to) on one path:
 // "gsi", "scatter", or "consistent", and returns their ids in order.
-func readAll(t *testing.T, endpoint, table string, now func() time.Time, source string, from, to time.Time, path string) []string {
+func readAll(t *testing.T, c *dynamodb.Client, table string, now func() time.Time, source string, from, to time.Time, path string) []string {
 	t.Helper()
-	r := &query.Reader{Client: testddb.Client(t, endpoint), Table: table, Now: now}
+	r := &query.Reader{Client: c, Table: table, Now: now}
 	p := query.Params{Source: source, From: from, To: to, Limit: 1000, Order: query.Asc}
 	switch path {
 	case "consistent":
@@ -249,11 +263,11 @@ func readAll(t *testing.T, endpoint, table string, now func() time.Time, source 
 // readsOnce reads want's source in [from, to) on every path and reports
 // any event of want missing or read twice, and any read that is not in
 // want.
-func readsOnce(t *testing.T, label, endpoint, table string, now func() time.Time, source string, from, to time.Time, want map[string]bool) {
+func readsOnce(t *testing.T, label string, c *dynamodb.Client, table string, now func() time.Time, source string, from, to time.Time, want map[string]bool) {
 	t.Helper()
 	for _, path := range []string{query.PathGSI, query.PathScatter, "consistent"} {
 		seen := map[string]int{}
-		ids := readAll(t, endpoint, table, now, source, from, to, path)
+		ids := readAll(t, c, table, now, source, from, to, path)
 		for _, id := range ids {
 			seen[id]++
 		}
@@ -279,30 +293,155 @@ func readsOnce(t *testing.T, label, endpoint, table string, now func() time.Time
 }
 
 // fleet is n Kinesis shards, each with its own warm container writing
-// through url with cfg: Lambda's fleet for a stream of n shards. The
-// containers' clocks, waits and pacing run on clk, and their policy and
-// pacer take keyWCU as a key's ceiling; they log to log.
-func fleet(t *testing.T, n int, cfg Config, url string, clk *simClock, keyWCU float64, log *slog.Logger) []*shardQueue {
+// through url with cfg: Lambda's fleet for a stream of n shards. Each
+// container has its options from opts (its own policy and pacer, unless
+// opts shares them), and its own client on clk.
+func fleet(n int, cfg Config, clk *simtime.Clock, url string, opts func() Options) []*shardQueue {
 	queues := make([]*shardQueue, n)
 	for i := range queues {
-		pol := &adapt.Policy{KeyWCU: keyWCU, MinItems: 5, MinThrottled: 2, Window: 20 * time.Second}
-		queues[i] = &shardQueue{name: fmt.Sprint(i + 1), h: New(cfg, testddb.Client(t, url), Options{
-			Now: clk.now, Sleep: clk.sleep, Policy: pol, Pacer: &pace.Pacer{KeyWCU: keyWCU, Now: clk.now}, Logger: log,
-		})}
+		queues[i] = &shardQueue{name: fmt.Sprint(i + 1), h: New(cfg, clk.Client(url, lag), opts())}
 	}
 	return queues
 }
 
-// deliverAll invokes every shard's container once, all at once, as Lambda
-// polls a stream's shards side by side.
-func deliverAll(t *testing.T, queues []*shardQueue, source string, batch int, timeout time.Duration) {
+// poll invokes each queue's container as Lambda polls a stream's shards
+// side by side: with up to batch records as soon as its last invocation
+// returned and records wait, else a second later. Each invocation has
+// timeout, the function's. It polls until stop is called, which waits for
+// the invocations under way.
+func poll(t *testing.T, queues []*shardQueue, source string, batch int, timeout time.Duration) (stop func()) {
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, q := range queues {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			q.deliver(t, source, batch, timeout)
-		}()
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if q.deliver(t, source, batch, timeout) > 0 {
+					continue
+				}
+				select {
+				case <-done:
+					return
+				case <-time.After(time.Second):
+				}
+			}
+		})
 	}
-	wg.Wait()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// waiting is how many records wait on the queues, and the oldest one's
+// time.
+func waiting(queues []*shardQueue) (n int, oldest time.Time) {
+	for _, q := range queues {
+		k, at := q.waiting()
+		n += k
+		if k > 0 && (oldest.IsZero() || at.Before(oldest)) {
+			oldest = at
+		}
+	}
+	return n, oldest
+}
+
+// producer puts events on queues, round robin, at rate(at) events a second
+// at simulated time at from start: the traffic of a simulation.
+type producer struct {
+	queues []*shardQueue
+	start  time.Time
+	rate   func(at time.Duration) float64
+	prefix string // of the events' ids; default "ev-"
+	source string // of the events, when not the queue's
+
+	all  []rampEvent // every event made, in order
+	due  float64     // events owed, fractional
+	last time.Duration
+}
+
+// until makes the events of the simulated time from the last call to now,
+// evenly spaced.
+func (p *producer) until(now time.Duration) {
+	for s := p.last; s < now; s += 100 * time.Millisecond {
+		p.due += p.rate(s) * min(100*time.Millisecond, now-s).Seconds()
+	}
+	k := int(p.due)
+	p.due -= float64(k)
+	prefix := p.prefix
+	if prefix == "" {
+		prefix = "ev-"
+	}
+	for i := range k {
+		at := p.start.Add(p.last + (now-p.last)*time.Duration(i)/time.Duration(k))
+		e := rampEvent{id: fmt.Sprintf("%s%06d", prefix, len(p.all)), at: at.Truncate(time.Millisecond), source: p.source}
+		p.queues[len(p.all)%len(p.queues)].push(e)
+		p.all = append(p.all, e)
+	}
+	p.last = now
+}
+
+// ids is the ids of the events made, as a set.
+func (p *producer) ids() map[string]bool {
+	want := make(map[string]bool, len(p.all))
+	for _, e := range p.all {
+		want[e.id] = true
+	}
+	return want
+}
+
+// countEvents is how many event items source has on day, under any of its
+// first shards table keys: a simulation's events are too many to read
+// back whole (a Scan of them with a filter takes DynamoDB Local minutes;
+// a Query of a key's items, a second).
+func countEvents(t *testing.T, c *dynamodb.Client, table, source, day string, shards int) int {
+	t.Helper()
+	n := 0
+	for shard := range shards {
+		p := dynamodb.NewQueryPaginator(c, &dynamodb.QueryInput{
+			TableName:                 aws.String(table),
+			Select:                    types.SelectCount,
+			KeyConditionExpression:    aws.String("#pk = :pk"),
+			ExpressionAttributeNames:  map[string]string{"#pk": schema.PK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: bucketing.Stream{Space: bucketing.Events, Source: source}.PK(day, shard)}},
+			ConsistentRead:            aws.Bool(true),
+		})
+		for p.HasMorePages() {
+			out, err := p.NextPage(context.Background())
+			if err != nil {
+				t.Fatalf("count %s's events: %v", source, err)
+			}
+			n += int(out.Count)
+		}
+	}
+	return n
+}
+
+// between is the ids of events whose time is in [from, to).
+func between(all []rampEvent, from, to time.Time) map[string]bool {
+	want := map[string]bool{}
+	for _, e := range all {
+		if !e.at.Before(from) && e.at.Before(to) {
+			want[e.id] = true
+		}
+	}
+	return want
+}
+
+// scaled is a container's options for a simulation whose traffic is scale
+// times smaller than life: DynamoDB's nominal figure of a key's ceiling,
+// scaled, as the policy's and the pacer's first guess (never the model's
+// ceiling, which they must learn), and the policy's thresholds, counts of
+// items, scaled with it. Each call makes a container's own.
+func scaled(clk *simtime.Clock, scale float64, log *slog.Logger) func() Options {
+	return func() Options {
+		nominal := bucketing.PartitionWCU / scale
+		return Options{Now: clk.Now, Logger: log,
+			Policy: &adapt.Policy{KeyWCU: nominal, MinItems: max(5, int(adapt.DefaultMinItems/scale)), MinThrottled: 2},
+			Pacer:  &pace.Pacer{KeyWCU: nominal}}
+	}
 }

@@ -154,8 +154,9 @@ func endToEnd(t *testing.T, aggregate bool) {
 		n, s.Records, s.Requests, kproxy.EntriesFailed.Load(), kproxy.Faults.Load(), dproxy.Faults.Load(), dproxy.Held.Load())
 }
 
-// simClock runs speed times faster than the wall clock from real, as
-// internal/ingest's simClock does.
+// simClock runs speed times faster than the wall clock from real: this
+// test's faults are random, not heat, and its verdict does not depend on
+// its timing (the heat simulations run on testkit/simtime's virtual clock).
 type simClock struct {
 	real  time.Time
 	speed float64
