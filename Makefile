@@ -21,20 +21,20 @@ run: deps java
 
 ## test: gofmt check, go vet, and every test; the race detector on everything but the CDK app
 ## (its tests drive jsii's Node process, and instrumenting them finds nothing of ours) and
-## five of the query package's tests (NORACE, below)
+## the query and ingest tests named in NORACE, below
 test: deps java fmt
+	$(GO) test -count=1 -trimpath -run '$(NORACE)' ./internal/ingest ./internal/query & sims=$$!; \
 	( nice $(VET); v=$$?; \
-	  nice $(GO) test -count=1 -trimpath -run '$(NORACE)' ./internal/query ./internal/ingest; q=$$?; \
 	  nice $(GO) test -count=1 -trimpath ./infra/...; i=$$?; \
-	  [ $$v -eq 0 ] && [ $$q -eq 0 ] && [ $$i -eq 0 ] ) & plain=$$!; \
+	  [ $$v -eq 0 ] && [ $$i -eq 0 ] ) & plain=$$!; \
 	$(GO) test -count=1 -trimpath -race -skip '$(NORACE)' $(FIRST) $$($(GO) list ./... | grep -v -e '/infra' $(FIRST:./%=-e '/%$$')); race=$$?; \
-	wait $$plain; plain=$$?; [ $$race -eq 0 ] && [ $$plain -eq 0 ]
+	wait $$sims; sims=$$?; wait $$plain; plain=$$?; [ $$race -eq 0 ] && [ $$sims -eq 0 ] && [ $$plain -eq 0 ]
 
-# go vet and the tests without the race detector (NORACE's, the CDK app's)
-# run beside the race run, at a lower priority: the race run's ingest
-# package is the longest path, and its simulations leave the CPU idle while
-# they wait on their clock. vet builds with -trimpath, as the tests do, so
-# on a fresh machine the non-race packages it compiles are theirs too.
+# The tests without the race detector run beside the race run: NORACE's
+# from the start (the ingest package's simulations are the longest path),
+# go vet and the CDK app's at a lower priority. vet builds with -trimpath,
+# as the tests do, so on a fresh machine the non-race packages it compiles
+# are theirs too.
 #
 # -trimpath: what is compiled and linked does not depend on where the clone
 # is, so a fresh clone reuses the build cache (building the race-instrumented
@@ -54,14 +54,15 @@ FIRST := ./internal/ingest ./ops/explorer/browsertest ./internal/counts ./bench/
 # queries) run under it in the package's other tests, and
 # `go test -race ./...` still runs them all.
 #
-# The ingest package's four largest heat simulations (overload, ramp, two
-# sources on one partition, quarantine flood) run without it too: they push
-# 150,000 events through the real handlers, whose per-event work the
-# detector multiplies (the package took 6 minutes under it), and they run on
-# a virtual clock, so a slower run changes nothing they measure. The
-# handlers' concurrent paths run under the detector in the package's other
-# tests, the midnight and throttled-source simulations included.
-NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread)$$
+# The ingest package's largest simulations (overload, ramp, two sources on
+# one partition, quarantine flood, midnight, the fault mixes) run without
+# it too: they push 150,000 events through the real handlers, whose
+# per-event work the detector multiplies (the package took 6 minutes under
+# it), and they run on a virtual clock, so a slower run changes nothing
+# they measure. The handlers' concurrent paths run under the detector in
+# the package's other tests (the throttled-source simulation, the deadline,
+# redeliveries, new sources set up in parallel).
+NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing)$$
 
 # go vet as make test runs it, and make vet.
 VET = $(GO) vet -trimpath ./...

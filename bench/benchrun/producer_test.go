@@ -10,7 +10,8 @@ import (
 
 // TestProducerBench: the producer section puts every event each way and
 // counts what it cost: one request per event for PutRecord, one per 500
-// events for PutRecords, far fewer records with aggregation.
+// events for PutRecords (at least ten events a request, however slow the
+// machine), far fewer records with aggregation.
 func TestProducerBench(t *testing.T) {
 	rows, err := measureProducer(context.Background(), io.Discard, ProducerOptions{Events: 1200, PutRecords: 100, Shards: 2}, time.Now().UTC())
 	if err != nil {
@@ -22,7 +23,10 @@ func TestProducerBench(t *testing.T) {
 	if r := rows[1]; r.Events != 1200 || r.Records != 1000 || r.Requests < 2.5 || r.Requests > 100 {
 		t.Fatalf("PutRecords row %+v", r)
 	}
-	if r := rows[2]; r.Events != 1200 || r.Records > 30 || r.PutUnits > 3*r.Records || r.Requests > rows[1].Requests {
+	// Requests per 1,000 events depend on the machine's speed (a batch
+	// goes when full or when it has lingered 50 ms): bounded as PutRecords'
+	// are, not compared with them.
+	if r := rows[2]; r.Events != 1200 || r.Records > 30 || r.PutUnits > 3*r.Records || r.Requests > 100 {
 		t.Fatalf("aggregated row %+v", r)
 	}
 	var b strings.Builder

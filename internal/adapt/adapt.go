@@ -55,6 +55,12 @@ const (
 	// TrendRise is the rise of a source's summed demand over a window
 	// that the policy extrapolates (see ForDemand).
 	TrendRise = 1.1
+	// MeasuredOver is how much more than its keys were measured to take
+	// a source must ask before they are raised: writers paced on a key
+	// take 75 to 95 % of its ceiling (internal/pace's tests), so what
+	// they took reads it low by up to a quarter, and a source asking a
+	// tenth more than they took may still fit.
+	MeasuredOver = 1.25
 	// MinOver is how much faster than it is stored a throttled source
 	// must arrive to be measured: below it the writer keeps up, and the
 	// throttling is a burst its keys absorb.

@@ -160,10 +160,10 @@ func TestCapacityIsLearnedFromTheIndexThatRefused(t *testing.T) {
 		t.Fatalf("a demand under the nominal ceiling, nothing refused, raised %+v", d)
 	}
 	// A source that keeps up with its measured keys is not raised: 260
-	// asked of a key that took 250 is within MinOver of it.
+	// asked of a key that took 250 is within MeasuredOver of it.
 	keeps := shardmap.Measure{Rates: shardmap.Rates{Table: 260, GSI: 260}, Took: shardmap.Rates{Table: 250, GSI: 250}, Refused: shardmap.GSIIndex}
 	if d, ok := (&Policy{}).ForDemand("k", t0, cur, cur, keeps, 4, true); ok {
-		t.Fatalf("a source within %v of what its keys took was raised: %+v", MinOver, d)
+		t.Fatalf("a source within %v of what its keys took was raised: %+v", MeasuredOver, d)
 	}
 }
 

@@ -103,13 +103,12 @@ func (p *Policy) capacity(keys int, asked, took float64, refused bool) ceiling {
 // raise is the keys an index of keys (pending in its last step) needs to
 // carry rate on keys of ceiling c at the target utilisation, and the keys
 // that carry it at the ceiling; 0, 0 when its keys carry it. Keys whose
-// ceiling was measured carry what they took: rate must be MinOver times
-// that, not a writer's noise above it. A step pending must be outgrown
-// twice over.
+// ceiling was measured carry what they took and somewhat more: rate must
+// be MeasuredOver times that. A step pending must be outgrown twice over.
 func (p *Policy) raise(keys, pending int, rate float64, c ceiling) (to, cover int) {
 	over := 1.0
 	if c.measured {
-		over = MinOver
+		over = MeasuredOver
 	}
 	if rate <= over*float64(keys)*c.wcu {
 		return 0, 0

@@ -28,17 +28,20 @@ import (
 // Lead); every record is quarantined exactly once, and the records
 // received after the step lie on its keys.
 //
-// Scaled 15 times smaller than life (traffic, the model's keys of 250
-// WCU/s, and the nominal 1,000 the containers start from: see scaled), on
-// the simulation's virtual clock (sim_test.go), with one quarantine shard
+// Scaled 60 times smaller than life (traffic, the model's keys, and the
+// nominal 1,000 the containers start from: see scaled), on the
+// simulation's virtual clock (sim_test.go), with one quarantine shard
 // configured; the records received before the raise takes effect stay on
-// that one key, and the test waits for them to drain.
+// that one key, and the test waits for them to drain. The keys take the
+// nominal figure: that the quarantine is raised is at stake here; that a
+// key's ceiling is learned, in the overload and shared-partition
+// simulations.
 func TestQuarantineFloodIsSpread(t *testing.T) {
 	t.Parallel()
 	const (
-		scale  = 15.0  // traffic and key ceilings, this many times smaller than life
-		keyWCU = 250.0 // what each key of the model takes, at life size; the containers are not told
-		rate   = 500.0 // rejected records a second at life size: 2x one key
+		scale  = 60.0   // traffic, key ceilings and the nominal figure, this many times smaller than life
+		keyWCU = 1000.0 // what each key of the model takes, at life size
+		rate   = 2000.0 // rejected records a second at life size: 2x one key
 		load   = 4 * time.Minute
 		giveUp = 30 * time.Minute
 		batch  = 500
