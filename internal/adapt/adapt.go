@@ -149,10 +149,11 @@ type Policy struct {
 	MinThrottled int           // default DefaultMinThrottled
 	Horizon      time.Duration // default DefaultHorizon
 
-	mu      sync.Mutex
-	src     map[string]*window
-	sums    map[string][trend - 1]summed // the last sums ForDemand kept, a window or more apart, per source
-	writers map[string]seen              // the most writers lately summed, per source
+	mu       sync.Mutex
+	src      map[string]*window
+	sums     map[string][trend - 1]summed // the last sums ForDemand kept, a window or more apart, per source
+	writers  map[string]seen              // the most writers lately summed, per source
+	ceilings map[string][2]float64        // the last credible ceilings measured, table and GSI, per source
 }
 
 // summed is a source's demand as the writers' sum gave it at a time,

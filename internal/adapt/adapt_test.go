@@ -534,3 +534,20 @@ func TestWhatKeysTookIsNotLearnedWhileTheyDrainOrSettle(t *testing.T) {
 		t.Fatalf("a writer refused by its GSI key: %+v %v", m, ok)
 	}
 }
+
+// TestAMeasureUnderHalfTheLastIsNotCredible: once a source was raised on
+// what its keys were measured to take, a later measure under half of that
+// (writers that have not found the new keys' ceiling yet) is not taken
+// for their ceiling.
+func TestAMeasureUnderHalfTheLastIsNotCredible(t *testing.T) {
+	p := &Policy{}
+	first := shardmap.Measure{Rates: shardmap.Rates{Table: 34, GSI: 0}, Took: shardmap.Rates{Table: 14, GSI: 0}, Refused: shardmap.TableIndex}
+	d, ok := p.ForDemand("q", t0, Counts{1, 1}, Counts{1, 1}, first, 3, true)
+	if !ok || d.To.Shards != 4 {
+		t.Fatalf("first raise %+v %v, want 1 -> 4 on a ceiling of 14", d, ok)
+	}
+	later := shardmap.Measure{Rates: shardmap.Rates{Table: 33, GSI: 0}, Took: shardmap.Rates{Table: 24, GSI: 0}, Refused: shardmap.TableIndex}
+	if d, ok := p.ForDemand("q", t0.Add(5*time.Minute), Counts{4, 1}, Counts{4, 1}, later, 3, true); ok {
+		t.Fatalf("raised again on 6 a key, under half the 14 measured before: %+v", d)
+	}
+}

@@ -55,6 +55,7 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	}
 	table := p.capacity(cur.Shards, asked.Table, demand.Took.Table, refused&shardmap.TableIndex != 0)
 	gsi := p.capacity(cur.GSIShards, asked.GSI, demand.Took.GSI, refused&shardmap.GSIIndex != 0)
+	table, gsi = p.credible(source, table, gsi)
 	d.To = last
 	if to, cover := p.raise(cur.Shards, last.Shards, asked.Table, table); cover > last.Shards {
 		d.To.Shards, d.Cover.Shards = max(to, last.Shards+1), cover
@@ -66,6 +67,7 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	if d.To == last {
 		return Decision{}, false
 	}
+	p.raised(source, table, gsi)
 	d.Reason = fmt.Sprintf("%s: %d writers measure %.0f WCU/s base, %.0f WCU/s GSI under %d/%d shards; keys take %s base, %s GSI",
 		reason, writers, asked.Table, asked.GSI, cur.Shards, cur.GSIShards, table, gsi)
 	return d, true
@@ -118,6 +120,41 @@ func (p *Policy) raise(keys, pending int, rate float64, c ceiling) (to, cover in
 		return 0, 0
 	}
 	return p.clamp(need(rate, c.wcu)), cover
+}
+
+// credible is the ceilings measured of source's keys, table and GSI, less
+// any that is under half what the index's keys were measured to take when
+// it was last raised on a measure: spreading a source over more keys does
+// not halve what each takes, so such a measure reads writers that have
+// not found the new keys' ceiling yet.
+func (p *Policy) credible(source string, table, gsi ceiling) (ceiling, ceiling) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	was := p.ceilings[source]
+	out := [2]ceiling{table, gsi}
+	for i, c := range out {
+		if c.measured && c.wcu < was[i]/2 {
+			out[i] = ceiling{wcu: p.keyWCU()}
+		}
+	}
+	return out[0], out[1]
+}
+
+// raised remembers the ceilings measured that a raise of source was sized
+// on.
+func (p *Policy) raised(source string, table, gsi ceiling) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ceilings == nil || len(p.ceilings) > 1<<16 {
+		p.ceilings = map[string][2]float64{}
+	}
+	was := p.ceilings[source]
+	for i, c := range [2]ceiling{table, gsi} {
+		if c.measured {
+			was[i] = c.wcu
+		}
+	}
+	p.ceilings[source] = was
 }
 
 // fleet remembers that writers' measures of source were summed at now,

@@ -78,24 +78,7 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 		if pass == 0 {
 			w = h.watch(units, idx, items, inOrder)
 		}
-		write := func(ctx context.Context, items []item.Item, _ func(writer.Result)) writer.Result {
-			return h.writer.Write(ctx, items)
-		}
-		var watch func(writer.Result)
-		if inOrder {
-			write = func(ctx context.Context, items []item.Item, watch func(writer.Result)) writer.Result {
-				return h.writer.WriteInOrderWatched(ctx, items, watchEvery, watch)
-			}
-			if w != nil {
-				// A long write shows the policy what it took as it goes,
-				// and the policy may raise before it ends.
-				watch = func(so writer.Result) {
-					w.observe(so, false)
-					h.raise(ctx, units, inOrder)
-				}
-			}
-		}
-		res := writeUnknown(ctx, write, units, idx, items, watch)
+		res := writeUnknown(ctx, h.writeFunc(inOrder), units, idx, items, h.progress(ctx, units, inOrder, w))
 		w.observe(res, true)
 		st.requests += res.Requests
 		st.retried += res.Retried
@@ -133,12 +116,40 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 	return out, st
 }
 
+// writeFunc writes items, and shows watch, when not nil, the write so far.
+type writeFunc func(ctx context.Context, items []item.Item, watch func(writer.Result)) writer.Result
+
+// writeFunc is how store writes: a Kinesis shard's records in order
+// (writer.WriteInOrderWatched), an API request's all alike.
+func (h *Handler) writeFunc(inOrder bool) writeFunc {
+	if !inOrder {
+		return func(ctx context.Context, items []item.Item, _ func(writer.Result)) writer.Result {
+			return h.writer.Write(ctx, items)
+		}
+	}
+	return func(ctx context.Context, items []item.Item, watch func(writer.Result)) writer.Result {
+		return h.writer.WriteInOrderWatched(ctx, items, watchEvery, watch)
+	}
+}
+
+// progress is what a Kinesis shard's write shows w as it goes: the policy
+// sees what its keys took, and may raise before the write ends. Nil
+// without a watcher, and for an API request, whose write is short.
+func (h *Handler) progress(ctx context.Context, units []unit, inOrder bool, w *watcher) func(writer.Result) {
+	if w == nil || !inOrder {
+		return nil
+	}
+	return func(so writer.Result) {
+		w.observe(so, false)
+		h.raise(ctx, units, inOrder)
+	}
+}
+
 // writeUnknown writes the items of units that are not known to be stored
 // and answers for all of them: a known unit's item is Stored, at no cost.
 // watch, when not nil, is shown the write so far as write shows it, for
 // all of them too.
-func writeUnknown(ctx context.Context, write func(context.Context, []item.Item, func(writer.Result)) writer.Result,
-	units []unit, idx []int, items []item.Item, watch func(writer.Result)) writer.Result {
+func writeUnknown(ctx context.Context, write writeFunc, units []unit, idx []int, items []item.Item, watch func(writer.Result)) writer.Result {
 	var send []int // positions in items of what to write
 	for n, u := range idx {
 		if !units[u].known {

@@ -103,15 +103,9 @@ func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer str
 		schema.PK: &types.AttributeValueMemberS{Value: s.MetaPK(day)},
 		schema.SK: &types.AttributeValueMemberS{Value: demandSK},
 	}
-	entry := &types.AttributeValueMemberL{Value: []types.AttributeValue{
-		rate(m.Table), rate(m.GSI), &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
-		rate(m.Took.Table), rate(m.Took.GSI), &types.AttributeValueMemberN{Value: strconv.Itoa(int(m.Refused))},
-		&types.AttributeValueMemberN{Value: strconv.Itoa(m.Shards)}, &types.AttributeValueMemberN{Value: strconv.Itoa(m.GSIShards)},
-		rate(m.Behind),
-	}}
 	expr := "SET #w = :w"
 	names := map[string]string{"#w": demandPrefix + writer}
-	values := map[string]types.AttributeValue{":w": entry}
+	values := map[string]types.AttributeValue{":w": encodeReport(m, now)}
 	if t, err := time.Parse(bucketing.DayLayout, day); err == nil && d.Retention > 0 {
 		expr += ", #e = :e"
 		names["#e"] = schema.TTL
@@ -146,14 +140,32 @@ func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer str
 	if fresh <= 0 {
 		fresh = time.Minute
 	}
-	var stale []string
+	sum, stale := addUp(out.Attributes, m, now, fresh)
+	// A stale report is left out of every sum, and removed by this
+	// writer's next report of the day: the item holds only writers that
+	// reported lately.
+	d.mu.Lock()
+	if d.stale == nil || len(d.stale) > maxMarked {
+		d.stale, d.last = map[string][]string{}, map[string]time.Time{}
+	}
+	d.stale[s.MetaPK(day)] = stale
+	prev, seen := d.last[s.MetaPK(day)]
+	sum.Again = seen && now.Sub(prev) <= fresh
+	d.last[s.MetaPK(day)] = now
+	d.mu.Unlock()
+	return sum, nil
+}
+
+// addUp sums the writers' reports in an item's attributes that are fresh
+// at now and measured under m's counts, and names the stale ones.
+func addUp(attrs map[string]types.AttributeValue, m Measure, now time.Time, fresh time.Duration) (sum Sum, stale []string) {
 	// In the writers' order, so that the sum's digits do not depend on a
 	// map's order.
-	for _, name := range slices.Sorted(maps.Keys(out.Attributes)) {
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		if !strings.HasPrefix(name, demandPrefix) {
 			continue
 		}
-		r, at, ok := decodeReport(out.Attributes[name])
+		r, at, ok := decodeReport(attrs[name])
 		if !ok || now.Sub(at) > fresh {
 			stale = append(stale, name)
 			continue
@@ -170,23 +182,23 @@ func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer str
 		sum.Writers++
 	}
 	sum.Shards, sum.GSIShards = m.Shards, m.GSIShards
-	// A stale report is left out of every sum, and removed by this
-	// writer's next report of the day: the item holds only writers that
-	// reported lately.
-	d.mu.Lock()
-	if d.stale == nil || len(d.stale) > maxMarked {
-		d.stale, d.last = map[string][]string{}, map[string]time.Time{}
-	}
-	d.stale[s.MetaPK(day)] = stale
-	prev, seen := d.last[s.MetaPK(day)]
-	sum.Again = seen && now.Sub(prev) <= fresh
-	d.last[s.MetaPK(day)] = now
-	d.mu.Unlock()
-	return sum, nil
+	return sum, stale
 }
 
 func rate(f float64) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatFloat(f, 'f', 3, 64)}
+}
+
+// encodeReport is a writer's report of m at now, as decodeReport reads it.
+func encodeReport(m Measure, now time.Time) types.AttributeValue {
+	n := func(i int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(i, 10)}
+	}
+	return &types.AttributeValueMemberL{Value: []types.AttributeValue{
+		rate(m.Table), rate(m.GSI), n(now.Unix()),
+		rate(m.Took.Table), rate(m.Took.GSI), n(int64(m.Refused)),
+		n(int64(m.Shards)), n(int64(m.GSIShards)), rate(m.Behind),
+	}}
 }
 
 // decodeReport reads a writer's report: [table rate, GSI rate, unix time,
