@@ -55,14 +55,15 @@ FIRST := ./internal/ingest ./ops/explorer/browsertest ./internal/counts ./bench/
 # `go test -race ./...` still runs them all.
 #
 # The ingest package's largest simulations (overload, ramp, two sources on
-# one partition, quarantine flood, midnight, the fault mixes) run without
+# one partition, quarantine flood, midnight, the fault mixes), and the
+# 20,000 events of TestShardSpread (77 s under the detector), run without
 # it too: they push 150,000 events through the real handlers, whose
 # per-event work the detector multiplies (the package took 6 minutes under
 # it), and they run on a virtual clock, so a slower run changes nothing
 # they measure. The handlers' concurrent paths run under the detector in
 # the package's other tests (the throttled-source simulation, the deadline,
 # redeliveries, new sources set up in parallel).
-NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing)$$
+NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing|TestShardSpread)$$
 
 # go vet as make test runs it, and make vet.
 VET = $(GO) vet -trimpath ./...
