@@ -51,8 +51,6 @@ func TestGSIOverloadIsSpreadOnce(t *testing.T) {
 		load    = 3 * time.Minute
 		drainBy = 90 * time.Second
 		giveUp  = 30 * time.Minute
-		batch   = 500              // the stack's BatchSize
-		invoke  = 60 * time.Second // the stack's IngestTimeout
 	)
 	start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	table := testddb.Table(t)
@@ -69,29 +67,7 @@ func TestGSIOverloadIsSpreadOnce(t *testing.T) {
 		}
 		traffic := &producer{queues: queues, start: start, rate: func(time.Duration) float64 { return rate }}
 
-		stop := poll(t, queues, source, batch, invoke)
-		var samples []sample
-		var maxAge time.Duration
-		for {
-			now := clk.Now().Sub(start)
-			n, oldest := waiting(queues)
-			if now >= giveUp {
-				stop()
-				t.Fatalf("the backlog has not drained after %v: %d records waiting", giveUp, n)
-			}
-			if now < load {
-				traffic.until(now)
-			} else if n == 0 {
-				break
-			}
-			if !oldest.IsZero() {
-				maxAge = max(maxAge, clk.Now().Sub(oldest))
-			}
-			seen, held := model.Seen.Load(), model.Throttled.Load()
-			time.Sleep(time.Second)
-			samples = append(samples, sample{at: now, seen: model.Seen.Load() - seen, held: model.Throttled.Load() - held})
-		}
-		stop()
+		samples, maxAge := drive(t, clk, start, queues, source, model, load, giveUp, traffic)
 		end := clk.Now()
 		all := traffic.all
 		// Measured at what is asked, though held at what a key takes.

@@ -44,8 +44,6 @@ func TestQuarantineFloodIsSpread(t *testing.T) {
 		rate   = 2000.0 // rejected records a second at life size: 2x one key
 		load   = 4 * time.Minute
 		giveUp = 30 * time.Minute
-		batch  = 500
-		invoke = 60 * time.Second
 	)
 	start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	table := testddb.Table(t)
@@ -62,22 +60,7 @@ func TestQuarantineFloodIsSpread(t *testing.T) {
 			q.reject = true
 		}
 		flood := &producer{queues: queues, start: start, prefix: "bad-", rate: func(time.Duration) float64 { return rate / scale }}
-		stop := poll(t, queues, "flood", batch, invoke)
-		for {
-			now := clk.Now().Sub(start)
-			n, _ := waiting(queues)
-			if now >= giveUp {
-				stop()
-				t.Fatalf("the backlog has not drained after %v: %d records waiting", giveUp, n)
-			}
-			if now < load {
-				flood.until(now)
-			} else if n == 0 {
-				break
-			}
-			time.Sleep(time.Second)
-		}
-		stop()
+		drive(t, clk, start, queues, "flood", model, load, giveUp, flood)
 		all := flood.all
 
 		var raises []string

@@ -37,8 +37,6 @@ func TestHotSourcesSharingAPartitionAreSpread(t *testing.T) {
 		pad    = 5400  // 6 write units an event
 		load   = 3 * time.Minute
 		giveUp = 30 * time.Minute
-		batch  = 500
-		invoke = 60 * time.Second
 	)
 	sources := []string{"team-a/orders", "team-b/clicks"}
 	start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
@@ -70,27 +68,7 @@ func TestHotSourcesSharingAPartitionAreSpread(t *testing.T) {
 			traffic = append(traffic, &producer{queues: queues, start: start, source: src, prefix: fmt.Sprintf("s%d-", i),
 				rate: func(time.Duration) float64 { return asks / 6 }})
 		}
-		stop := poll(t, queues, "", batch, invoke)
-		var samples []sample
-		for {
-			now := clk.Now().Sub(start)
-			n, _ := waiting(queues)
-			if now >= giveUp {
-				stop()
-				t.Fatalf("the backlog has not drained after %v: %d records waiting", giveUp, n)
-			}
-			if now < load {
-				for _, p := range traffic {
-					p.until(now)
-				}
-			} else if n == 0 {
-				break
-			}
-			seen, held := model.Seen.Load(), model.Throttled.Load()
-			time.Sleep(time.Second)
-			samples = append(samples, sample{at: now, seen: model.Seen.Load() - seen, held: model.Throttled.Load() - held})
-		}
-		stop()
+		samples, _ := drive(t, clk, start, queues, "", model, load, giveUp, traffic...)
 		end := clk.Now()
 
 		var lines []string

@@ -445,3 +445,36 @@ func scaled(clk *simtime.Clock, scale float64, log *slog.Logger) func() Options 
 			Pacer:  &pace.Pacer{KeyWCU: nominal}}
 	}
 }
+
+// drive runs traffic onto queues until load has passed, then until the
+// queues have drained, a simulated second at a time, polled as Lambda
+// polls them (poll, for source). It returns what model judged and held in
+// each second and how long the oldest record waited; it fails t when the
+// backlog has not drained by giveUp.
+func drive(t *testing.T, clk *simtime.Clock, start time.Time, queues []*shardQueue, source string, model *faultproxy.Partitions,
+	load, giveUp time.Duration, traffic ...*producer) (samples []sample, maxAge time.Duration) {
+	t.Helper()
+	stop := poll(t, queues, source, 500, time.Minute) // the stack's BatchSize and IngestTimeout
+	defer stop()
+	for {
+		now := clk.Now().Sub(start)
+		n, oldest := waiting(queues)
+		if now >= giveUp {
+			stop()
+			t.Fatalf("the backlog has not drained after %v: %d records waiting", giveUp, n)
+		}
+		if now < load {
+			for _, p := range traffic {
+				p.until(now)
+			}
+		} else if n == 0 {
+			return samples, maxAge
+		}
+		if !oldest.IsZero() {
+			maxAge = max(maxAge, clk.Now().Sub(oldest))
+		}
+		seen, held := model.Seen.Load(), model.Throttled.Load()
+		time.Sleep(time.Second)
+		samples = append(samples, sample{at: now, seen: model.Seen.Load() - seen, held: model.Throttled.Load() - held})
+	}
+}
