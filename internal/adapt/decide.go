@@ -115,11 +115,17 @@ func (p *Policy) raise(keys, pending int, rate float64, c ceiling) (to, cover in
 	if rate <= over*float64(keys)*c.wcu {
 		return 0, 0
 	}
-	cover = atCeiling(rate, c.wcu)
+	size := c.wcu
+	if c.measured {
+		// What paced writers took reads a key's ceiling low by up to a
+		// quarter: sized on it as read, a raise overshoots by as much.
+		size = min(p.keyWCU(), c.wcu*MeasuredOver)
+	}
+	cover = atCeiling(rate, size)
 	if pending > keys && cover <= 2*pending {
 		return 0, 0
 	}
-	return p.clamp(need(rate, c.wcu)), cover
+	return p.clamp(need(rate, size)), cover
 }
 
 // credible is the ceilings measured of source's keys, table and GSI, less
