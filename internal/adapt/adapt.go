@@ -113,10 +113,11 @@ type Sample struct {
 	// drains, what the keys in effect take of the writer is not their
 	// ceiling, only what it had time for.
 	Elsewhere int
-	// Latest is the newest event time among the items stored, for items
-	// delivered in the order they arrived (a Kinesis shard): how far the
-	// writer has got through the source's events. Zero for items that
-	// arrive as they are sent (an API request).
+	// Latest is the newest arrival time (a Kinesis record's) among the
+	// items stored, for items delivered in the order they arrived (a
+	// Kinesis shard): how far the writer has got through the source's
+	// records. Not the events' own times, which a source may stamp to the
+	// minute. Zero for items that arrive as they are sent (an API request).
 	Latest time.Time
 	// Offered is the write units of the items delivered to the writer,
 	// stored or not, that arrived (a Kinesis record's arrival time) past

@@ -189,9 +189,9 @@ func (p *Policy) view(source string, now time.Time, cur Counts) (v view, ok bool
 // over is how many times faster than it is stored a source's traffic
 // arrives, from the slots of a window (oldest first) and their sum. For
 // items delivered in arrival order it is the wall time the window spans
-// over the event time the writer got through in it: a writer that stores
-// a second of events every three seconds is asked three times what its
-// keys take. For items sent as they arrive, it is the items asked for over
+// over the arrival time the writer got through in it (Sample.Latest): a
+// writer that stores a second of arrivals every three seconds is asked
+// three times what its keys take. For items sent as they arrive, it is the items asked for over
 // those stored. At least 1/MaxOver, at most MaxOver.
 func (p *Policy) over(seen []slot, sum Sample) float64 {
 	var first, last *slot

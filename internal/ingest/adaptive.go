@@ -205,13 +205,16 @@ func (s *seen) throttle(blame pace.Blame) {
 }
 
 // store counts u's item it stored; ahead says it lies before where the
-// shard resumes, so that the writer has got through it.
+// shard resumes, so that the writer has got through it. How far it got is
+// the record's arrival time, not the event's own: a source that stamps its
+// events to the minute, or many with one time, would otherwise look as if
+// its writer got nowhere in a minute (adapt.MaxOver times behind).
 func (s *seen) store(u *unit, ahead bool, it item.Item) {
 	w := float64(itemWCU(it))
 	s.sample.Items++
 	s.sample.Stored++
-	if _, at := u.placed(); ahead && at.After(s.sample.Latest) {
-		s.sample.Latest = at
+	if ahead && u.received.After(s.sample.Latest) {
+		s.sample.Latest = u.received
 	}
 	s.sample.WCU += w
 	if u.event != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/local/syncbuf"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/simtime"
@@ -121,4 +122,64 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestCoarseClocksAreNotHeat: a source whose events are stamped to the
+// minute, as many devices and loggers stamp them, at half of what its one
+// GSI key takes, through two containers, on keys the partition model never
+// throttles at that rate. How far a writer has got through the source is
+// read from the records' arrival times, not from the events' own: a minute
+// of events with one time is not a writer sixteen times behind. Nothing is
+// raised, and no writer reports the source throttled. A second source,
+// at a thirty-second of its GSI key, is not worth a report at all (under
+// adapt.ReportShare): no writer writes one, where each wrote one every 5 s
+// when a coarse clock read as heat. Scaled 20 times
+// smaller than life, the policy and pacer with it (scaled).
+func TestCoarseClocksAreNotHeat(t *testing.T) {
+	t.Parallel()
+	const scale = 20.0
+	endpoint := testddb.Endpoint(t)
+	table := testddb.Table(t)
+	proxy := faultproxy.For(t, endpoint)
+	start := fixtureNow.Add(-2 * time.Minute).Truncate(time.Minute).Add(20 * time.Second)
+	simtime.Run(t, start, func(t *testing.T, clk *simtime.Clock) {
+		keyWCU := bucketing.PartitionWCU / scale
+		model := &faultproxy.Partitions{WCU: keyWCU, Keys: []string{schema.PK, schema.GSIPK}, Now: clk.Seen}
+		proxy.SetRule(model.Rule())
+		var logs syncbuf.Buffer
+		queues := fleet(2, DefaultConfig(table), clk, proxy.URL,
+			scaled(clk, scale, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		for _, q := range queues {
+			q.coarse = time.Minute
+		}
+		traffic := &producer{queues: queues, start: start, source: "meters",
+			rate: func(time.Duration) float64 { return keyWCU / 2 }} // half the GSI key, one write unit an event
+		quiet := &producer{queues: queues, start: start, source: "ticks", prefix: "t-",
+			rate: func(time.Duration) float64 { return keyWCU / 32 }}
+		drive(t, clk, start, queues, "", model, 3*time.Minute, 10*time.Minute, traffic, quiet)
+
+		var reports []map[string]any
+		for _, m := range logLines(logs.String(), "adaptive sharding: demand reported") {
+			switch {
+			case m["event_source"] == "ticks":
+				t.Errorf("a writer reported the quiet source: %v", m)
+			case m["throttled"] != false:
+				t.Errorf("a writer reported the source throttled: %v", m)
+			}
+			reports = append(reports, m)
+		}
+		c := clk.Client(endpoint, 0)
+		reg := &shardmap.Registry{Client: c, Table: table}
+		sched, _, err := reg.Lookup(context.Background(), bucketing.Stream{Space: bucketing.Events, Source: "meters"}, bucketing.Day(start))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d demand reports; schedule %+v; %d of %d attempts throttled", len(reports), sched, model.Throttled.Load(), model.Seen.Load())
+		if len(sched) != 1 {
+			t.Errorf("schedule %+v: raised, though the source asks half of its keys; raises: %v", sched, logLines(logs.String(), "shards raised"))
+		}
+		if n := countEvents(t, c, table, "meters", bucketing.Day(start), sched.MaxShards()); n != len(traffic.all) {
+			t.Errorf("%d event items in the table, want %d", n, len(traffic.all))
+		}
+	})
 }

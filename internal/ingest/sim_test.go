@@ -58,6 +58,9 @@ type shardQueue struct {
 	h      *Handler
 	pad    int  // bytes of data each event carries beside its id
 	reject bool // records that are not events (no type): all quarantined
+	// coarse stamps each event's time to this precision (a source whose
+	// clock reads to the minute, say); its arrival stays exact.
+	coarse time.Duration
 
 	mu      sync.Mutex
 	records []rampEvent
@@ -138,12 +141,16 @@ func (q *shardQueue) event(source string, e rampEvent) []byte {
 		b, _ := json.Marshal(map[string]any{"specversion": "1.0", "id": e.id, "source": source, "note": "no type"})
 		return b
 	}
+	at := e.at
+	if q.coarse > 0 {
+		at = at.Truncate(q.coarse)
+	}
 	if q.pad == 0 {
-		return eventJSON(source, e.id, e.at)
+		return eventJSON(source, e.id, at)
 	}
 	b, _ := json.Marshal(map[string]any{
 		"specversion": "1.0", "id": e.id, "source": source, "type": "test.event",
-		"time": e.at.Format(time.RFC3339Nano), "data": map[string]any{"n": e.id, "pad": strings.Repeat("x", q.pad)},
+		"time": at.Format(time.RFC3339Nano), "data": map[string]any{"n": e.id, "pad": strings.Repeat("x", q.pad)},
 	})
 	return b
 }
