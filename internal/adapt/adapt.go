@@ -61,6 +61,15 @@ const (
 	// they took reads it low by up to a quarter, and a source asking a
 	// tenth more than they took may still fit.
 	MeasuredOver = 1.25
+	// MeasuredSize is how much above what its keys were measured to take
+	// a raise sizes a key's ceiling: a tenth. Readings ran from 0.72 to
+	// 1.16 of the partition model's ceiling (paced writers read it low; a
+	// window that begins in a key's burst reads it high). Sized a quarter
+	// above, the overload read 281 on keys of 250 and was raised to 3 for
+	// 720 WCU/s, 96 % of their ceiling, and its backlog drained too
+	// slowly; sized on the reading, the quarantine flood read 12 on keys
+	// of 16.7 and was raised to 5 where 2 carry it.
+	MeasuredSize = 1.1
 	// MinOver is how much faster than it is stored a throttled source
 	// must arrive to be measured: below it the writer keeps up, and the
 	// throttling is a burst its keys absorb.

@@ -117,9 +117,9 @@ func (p *Policy) raise(keys, pending int, rate float64, c ceiling) (to, cover in
 	}
 	size := c.wcu
 	if c.measured {
-		// What paced writers took reads a key's ceiling low by up to a
-		// quarter: sized on it as read, a raise overshoots by as much.
-		size = min(p.keyWCU(), c.wcu*MeasuredOver)
+		// What writers took reads a key's ceiling low, or at times a
+		// little high: a raise sizes it a tenth above the reading.
+		size = min(p.keyWCU(), c.wcu*MeasuredSize)
 	}
 	cover = atCeiling(rate, size)
 	if pending > keys && cover <= 2*pending {
