@@ -18,19 +18,19 @@ import (
 // a miss is read again, strongly consistent (readMisses), and only a row
 // whose event is not there either is marked gone, its event expired
 // between the two reads; that can shorten only a page whose events are
-// being deleted anyway.
-func (pr *pageReader) fill(ctx context.Context, rows []row) error {
+// being deleted anyway. It returns how many of the first rows it filled before an error.
+func (pr *pageReader) fill(ctx context.Context, rows []row) (int, error) {
 	bytes := 0
 	for start := 0; start < len(rows) && bytes <= PageBytes; start += batchGetKeys {
 		chunk := rows[start:min(start+batchGetKeys, len(rows))]
 		if err := pr.fillChunk(ctx, chunk); err != nil {
-			return err
+			return start, err
 		}
 		for _, rw := range chunk {
 			bytes += rw.size
 		}
 	}
-	return nil
+	return len(rows), nil
 }
 
 // fillChunk fills the rows of chunk (at most batchGetKeys) that lack their
