@@ -84,7 +84,7 @@ func Query(table string, r Request) *dynamodb.QueryInput {
 // source's counter partition, paged by DynamoDB's 1 MB.
 func Read(ctx context.Context, c QueryAPI, table string, r Request) (Response, error) {
 	resp := Response{Interval: r.Name, From: r.From.Format(time.RFC3339), To: r.To.Format(time.RFC3339)}
-	t := tally{byType: map[string]*sum{}, overflow: &sum{}}
+	t := newTally(r)
 	p := dynamodb.NewQueryPaginator(c, Query(table, r))
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
@@ -101,7 +101,7 @@ func Read(ctx context.Context, c QueryAPI, table string, r Request) (Response, e
 			}
 		}
 	}
-	resp.Series = r.series(t)
+	resp.Series = r.series(t.done())
 	return resp, nil
 }
 
@@ -138,14 +138,17 @@ func (r Request) add(t tally, it map[string]types.AttributeValue) error {
 		if at.Before(r.From) || !at.Before(r.To) || typ != "" && r.Type != "" && typ != r.Type {
 			continue
 		}
+		b := int(at.Sub(r.From) / r.Interval)
+		if typ != "" && r.GroupByType {
+			t.rank.add(typ, b, n)
+			continue
+		}
 		s := t.overflow
 		switch {
-		case typ != "" && r.GroupByType:
-			s = t.series(typ)
 		case typ != "" || r.Type == "" && !r.GroupByType:
 			s = t.series("")
 		}
-		s.add(int(at.Sub(r.From)/r.Interval), n)
+		s.add(b, n)
 	}
 	return nil
 }

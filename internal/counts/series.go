@@ -27,10 +27,32 @@ const (
 
 // tally is the sums of a read, sparse: by series key (a type, or "" for the
 // one series of an answer not grouped by type), and the overflow counters'
-// events when they are not in that series.
+// events when they are not in that series. Grouped by type, the read
+// tallies in a ranker (rank.go), whose tally holds the types with most
+// events by name and the rest summed in others; types counts them all.
 type tally struct {
 	byType   map[string]*sum
 	overflow *sum
+	others   *sum
+	types    int
+	rank     *ranker // grouped by type: where the read tallies types
+}
+
+// done is the tally as the series take it, once every item was added.
+func (t tally) done() tally {
+	if t.rank != nil {
+		return t.rank.tally(t.overflow)
+	}
+	return t
+}
+
+// newTally is the empty tally of a read of r.
+func newTally(r Request) tally {
+	t := tally{byType: map[string]*sum{}, overflow: &sum{}, others: &sum{}}
+	if r.GroupByType {
+		t.rank = newRanker()
+	}
+	return t
 }
 
 func (t tally) series(key string) *sum {
@@ -82,6 +104,7 @@ func (r Request) series(t tally) []Series {
 // MaxSeries series and MaxSeriesBytes, and sums every other type and the
 // overflow in the "other" series, last; so that the answer always fits
 // Lambda's response limit and its series always add up to every event.
+// t is a ranker's tally: byType holds at most MaxSeries types.
 func (r Request) fit(t tally, times []string) []Series {
 	ranked := make([]string, 0, len(t.byType))
 	for typ := range t.byType {
@@ -106,10 +129,11 @@ func (r Request) fit(t tally, times []string) []Series {
 	}
 	rest := &sum{}
 	rest.merge(t.overflow)
+	rest.merge(t.others)
 	for _, typ := range ranked[len(out):] {
 		rest.merge(t.byType[typ])
 	}
-	left := Other{Types: len(ranked) - len(out), Overflow: t.overflow.total > 0}
+	left := Other{Types: t.types - len(out), Overflow: t.overflow.total > 0}
 	if left.Types > 0 || left.Overflow {
 		for {
 			o := r.other(rest, left, times)

@@ -47,7 +47,7 @@ func TestSeriesFit(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%v %d types overflow %v", c.interval, c.types, c.overflow), func(t *testing.T) {
 			r := Request{Source: "s", From: day, To: day.Add(24 * time.Hour), Interval: c.interval, Name: "x", GroupByType: true}
-			tl := tally{byType: map[string]*sum{}, overflow: &sum{}}
+			rk, overflow := newRanker(), &sum{}
 			want := make([]int64, r.Buckets())
 			totals := map[string]int64{}
 			for i := range c.types {
@@ -57,18 +57,18 @@ func TestSeriesFit(t *testing.T) {
 				}
 				for j := range 1 + i%5 {
 					b := (i*31 + j*7) % r.Buckets()
-					tl.series(typ).add(b, 1)
+					rk.add(typ, b, 1)
 					want[b]++
 					totals[typ]++
 				}
 			}
 			if c.overflow {
 				for b := range r.Buckets() {
-					tl.overflow.add(b, 2)
+					overflow.add(b, 2)
 					want[b] += 2
 				}
 			}
-			resp := Response{Interval: "1m", From: r.From.Format(time.RFC3339), To: r.To.Format(time.RFC3339), Series: r.series(tl)}
+			resp := Response{Interval: "1m", From: r.From.Format(time.RFC3339), To: r.To.Format(time.RFC3339), Series: r.series(rk.tally(overflow))}
 			size := payload(t, resp)
 			if size > 6<<20 {
 				t.Fatalf("the payload is %d bytes", size)

@@ -186,6 +186,7 @@ func (h *Handler) report(ctx context.Context, kind Kind, p Params, page Page, er
 		slog.String("kind", string(kind)),
 		slog.String("path", page.Plan.Path),
 		slog.Int("events", len(page.Items)),
+		slog.Bool("stopped", page.Stopped), // by its deadline, short, with a cursor
 		slog.Int("requests", page.Plan.Requests),
 		slog.Float64("rcu", page.Plan.ConsumedRCU),
 		slog.Duration("duration", h.now().Sub(start)),

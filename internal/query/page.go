@@ -21,17 +21,30 @@ type row struct {
 
 // collector gathers a page's rows: up to the limit and one more, which
 // proves another page exists; or, sooner, until their bytes pass the
-// budget, when the row that passed it is that proof.
+// budget, when the row that passed it is that proof. reached is the sort
+// key up to which, in the page's order, the range has been read: every
+// event up to it is in rows or did not pass the filters. A page stopped
+// by its deadline continues from there (stop.go).
 type collector struct {
-	rows   []row
-	limit  int
-	budget int
-	bytes  int
+	rows    []row
+	limit   int
+	budget  int
+	bytes   int
+	asc     bool
+	reached string
 }
 
 func (c *collector) add(r row) {
 	c.rows = append(c.rows, r)
 	c.bytes += r.size
+	c.reach(r.sk)
+}
+
+// reach records that the range was read up to sk, if that is further.
+func (c *collector) reach(sk string) {
+	if c.reached == "" || (c.asc && sk > c.reached) || (!c.asc && sk < c.reached) {
+		c.reached = sk
+	}
 }
 
 // full: the page has all it can hold, and the proof of more.
@@ -55,12 +68,14 @@ type pageReader struct {
 	reqs *requests
 }
 
-// page reads the page on its path.
+// page reads the page on its path. A page its deadline stops early holds
+// the events found so far, and its cursor continues where the reading
+// stopped (stop.go): only a page that got nowhere is an error.
 func (pr *pageReader) page(ctx context.Context, reason string) (Page, error) {
 	p := pr.p
-	rows, err := pr.collect(ctx)
+	rows, reached, err := pr.collect(ctx)
 	if err == nil && pr.via.lean() {
-		err = pr.fill(ctx, rows[:min(len(rows), p.Limit)])
+		rows, reached, err = pr.fillInTime(ctx, rows, reached)
 	}
 	if err != nil {
 		return pr.result(nil, reason), failed(ctx, err)
@@ -73,32 +88,42 @@ func (pr *pageReader) page(ctx context.Context, reason string) (Page, error) {
 		}
 	}
 	pg := pr.result(items, reason)
-	if more {
-		if pg.Next, err = pr.cursorAfter(rows[len(rows)-1]); err != nil {
-			return pr.result(nil, reason), err
-		}
+	switch {
+	case more:
+		pg.Next, err = pr.cursorAfter(rows[len(rows)-1].sk)
+	case reached != "":
+		pg.Next, err = pr.cursorAfter(reached)
+		pg.Stopped = true
+	}
+	if err != nil {
+		return pr.result(nil, reason), err
 	}
 	return pg, nil
 }
 
 // collect merges the range's segments, in order, into the page's rows.
-func (pr *pageReader) collect(ctx context.Context) ([]row, error) {
-	pg := &collector{limit: pr.p.Limit, budget: PageBytes}
-	w := newWindow(ctx, pr, buckets(pr.b.from, pr.b.to, pr.via.step(), pr.p.Order))
+// Stopped by the read deadline, it returns the rows so far and the sort
+// key it reached; reached is "" when the page was read to its end.
+func (pr *pageReader) collect(ctx context.Context) (rows []row, reached string, err error) {
+	pg := &collector{limit: pr.p.Limit, budget: PageBytes, asc: pr.p.Order == Asc}
+	rctx, cancel := readBudget(ctx, pr.via.lean())
+	defer cancel()
+	w := newWindow(rctx, pr, buckets(pr.b.from, pr.b.to, pr.via.step(), pr.p.Order))
 	defer w.close()
 	for !pg.full() {
 		seg, err := w.next(pg.need())
-		if err != nil {
-			return nil, err
-		}
-		if seg == nil {
+		if err == nil && seg == nil {
 			break
 		}
-		if err := pr.merge(ctx, seg, pg); err != nil {
-			return nil, err
+		if err == nil {
+			err = pr.merge(rctx, seg, pg)
 		}
+		if err != nil {
+			return pr.stop(rctx, seg, pg, err)
+		}
+		pr.passed(seg, pg)
 	}
-	return pg.rows, nil
+	return pg.rows, "", nil
 }
 
 // cut ends the page: the longest run of rows, at most limit, whose bytes
@@ -115,13 +140,14 @@ func cut(rows []row, limit, budget int) (page []row, more bool) {
 	return rows[:n], n < len(rows)
 }
 
-// cursorAfter is the cursor of the page that follows rw. It comes from the
-// index's own keys, so it stays right even if rw's event expired before it
-// could be fetched.
-func (pr *pageReader) cursorAfter(rw row) (*Cursor, error) {
-	t, id, err := bucketing.ParseSortKey(rw.sk)
+// cursorAfter is the cursor of the page that follows the sort key sk: a
+// row's, or where a stopped page's reading reached. It comes from the
+// index's own keys, so it stays right even if the row's event expired
+// before it could be fetched.
+func (pr *pageReader) cursorAfter(sk string) (*Cursor, error) {
+	t, id, err := bucketing.ParseSortKey(sk)
 	if err != nil {
-		return nil, fmt.Errorf("query: stored sort key %q: %w", rw.sk, err)
+		return nil, fmt.Errorf("query: stored sort key %q: %w", sk, err)
 	}
 	return next(pr.kind, pr.p, t, id), nil
 }

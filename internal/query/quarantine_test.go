@@ -208,3 +208,80 @@ func TestQuarantineShowsSubIndex(t *testing.T) {
 		t.Errorf("corrupt aggregate's reason %q", r.Reason)
 	}
 }
+
+// TestQuarantineLargeBodyDoesNotBlockTheListing: a 5 MiB API body that is
+// not JSON is quarantined whole (gzip-compressed), between Kinesis records
+// received before and after it. Listed through the Lambda runtime's own
+// encoder, every page fits the 6 MB payload; the large record comes back
+// with its first MaxAnswerRawBytes bytes, raw_size and truncated, and the
+// listing goes on past it to every other record, once each. Before, its
+// page was 6.99 MB and the listing could never pass it.
+func TestQuarantineLargeBodyDoesNotBlockTheListing(t *testing.T) {
+	table := testddb.Table(t)
+	client := testddb.Client(t, testddb.Endpoint(t))
+	var kev events.KinesisEvent
+	for i := range 6 {
+		seq := fmt.Sprint(7000 + i)
+		kev.Records = append(kev.Records, events.KinesisEventRecord{
+			EventSource: "aws:kinesis", EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/s", EventID: "shardId-000000000001:" + seq,
+			Kinesis: events.KinesisRecord{Data: []byte(`{"id":"bad-` + seq), SequenceNumber: seq,
+				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: now.Add(-time.Duration(2*i+1) * time.Minute)}},
+		})
+	}
+	in := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
+	if resp, err := in.Kinesis(loading(t), kev); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("%v %v", err, resp.BatchItemFailures)
+	}
+	body := strings.Repeat("not json ", 5<<20/9+1)[:5<<20]
+	req := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "POST /v1/events", RawPath: EventsRoute, Body: body,
+		Headers: map[string]string{"content-type": "application/json"}}
+	req.RequestContext.HTTP.Method = "POST"
+	req.RequestContext.RequestID = "big-body"
+	req.RequestContext.TimeEpoch = now.Add(-6 * time.Minute).UnixMilli() // between the records
+	if resp, err := in.HTTP(loading(t), req); err != nil || resp.StatusCode != 400 {
+		t.Fatalf("POST: %v %d %.300s", err, resp.StatusCode, resp.Body)
+	}
+	h := handlerFor(t, table, testddb.Endpoint(t))
+	for _, order := range []string{"desc", "asc"} {
+		q := url.Values{"limit": {"1000"}, "order": {order}}
+		var got []string
+		for pages := 1; ; pages++ {
+			if pages > 20 {
+				t.Fatalf("%s: more than 20 pages, got %v", order, got)
+			}
+			payload, resp := invoke(t, h, QuarantineRoute, q)
+			if len(payload) >= lambdaLimit || resp.StatusCode != 200 {
+				t.Fatalf("%s page %d: status %d, payload %d bytes (limit %d): %.300s", order, pages, resp.StatusCode, len(payload), lambdaLimit, resp.Body)
+			}
+			var qr QuarantineResponse
+			if err := json.Unmarshal([]byte(resp.Body), &qr); err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range qr.Records {
+				if rec.Origin["request_id"] == "big-body" {
+					if string(rec.Raw) != body[:MaxAnswerRawBytes] || rec.RawSize != len(body) || !rec.Truncated {
+						t.Fatalf("the large record: %d raw bytes (a prefix of the body: %v), raw_size %d, truncated %v; want %d, raw_size %d, truncated",
+							len(rec.Raw), strings.HasPrefix(body, string(rec.Raw)), rec.RawSize, rec.Truncated, MaxAnswerRawBytes, len(body))
+					}
+					got = append(got, "big")
+					continue
+				}
+				if seq, _ := rec.Origin["sequence_number"].(string); string(rec.Raw) != `{"id":"bad-`+seq || rec.Truncated {
+					t.Fatalf("record %s: %+v", seq, rec)
+				}
+				got = append(got, rec.Origin["sequence_number"].(string))
+			}
+			if qr.NextCursor == "" {
+				break
+			}
+			q.Set("cursor", qr.NextCursor)
+		}
+		want := []string{"7000", "7001", "7002", "big", "7003", "7004", "7005"}
+		if order == "asc" {
+			want = reversed(want)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s: listed %v, want %v", order, got, want)
+		}
+	}
+}

@@ -44,10 +44,14 @@ type Page struct {
 	Items []map[string]types.AttributeValue
 	Next  *Cursor
 	Plan  Plan
+	// Stopped: the deadline ended the page before its limit; Next
+	// continues where its reading stopped.
+	Stopped bool
 }
 
-// ErrDeadline is returned when a page could not be read in time; nothing is
-// returned rather than a page that looks complete and is not.
+// ErrDeadline is returned when a page got nowhere before its deadline: not
+// one event read, nor any of the range passed over. A page that got
+// somewhere is answered, short, with its cursor.
 var ErrDeadline = errors.New("query: the page could not be read before the deadline")
 
 // Reader reads pages. It is safe for concurrent use; make one per container.

@@ -22,13 +22,20 @@ type EventsResponse struct {
 	Plan       Plan   `json:"plan"`
 }
 
+// MaxAnswerRawBytes is the most raw bytes a record carries in an answer:
+// 5,592,408 bytes of base64, so that a record alone fits Lambda's 6 MB
+// whatever it holds. A longer one (an API body of up to 6 MB, stored
+// gzip-compressed) is answered truncated, with raw_size; "shardline
+// quarantine list -raw", reading the table, prints all of it.
+const MaxAnswerRawBytes = 4 << 20
+
 // Record is a quarantined record.
 type Record struct {
 	ReceivedAt string         `json:"received_at"`
 	Reason     string         `json:"reason"`
 	Raw        []byte         `json:"raw"`                 // base64 in JSON
 	RawSize    int            `json:"raw_size,omitempty"`  // bytes received, when long
-	Truncated  bool           `json:"truncated,omitempty"` // raw holds only the first bytes
+	Truncated  bool           `json:"truncated,omitempty"` // raw holds only the first bytes (of raw_size)
 	Origin     map[string]any `json:"origin"`
 	Replay     *Replay        `json:"replay,omitempty"` // absent until a replay marks it
 }
@@ -60,6 +67,10 @@ func record(it map[string]types.AttributeValue) Record {
 	r.Raw, r.Truncated = raw, !whole
 	if n, ok := it[schema.RawSize].(*types.AttributeValueMemberN); ok {
 		r.RawSize, _ = strconv.Atoi(n.Value)
+	}
+	if len(r.Raw) > MaxAnswerRawBytes {
+		r.RawSize = max(r.RawSize, len(r.Raw))
+		r.Raw, r.Truncated = r.Raw[:MaxAnswerRawBytes], true
 	}
 	if m, ok := it[schema.Origin].(*types.AttributeValueMemberM); ok {
 		for k, v := range m.Value {

@@ -33,6 +33,10 @@ type partition struct {
 	in   dynamodb.QueryInput
 	buf  []map[string]types.AttributeValue
 	done bool // the last page was read
+	// byBytes: the page's filter passed fewer than half of the items a
+	// read evaluated, so the next reads go without a Limit and evaluate
+	// up to DynamoDB's 1 MB each (Limit counts items before the filter).
+	byBytes bool
 }
 
 // drained: nothing buffered, and more to read.
@@ -118,13 +122,19 @@ func (pr *pageReader) fetch(ctx context.Context, parts []*partition, limit int) 
 	return errors.Join(errs...)
 }
 
-// fetchOne reads pt's next page, of at most limit items.
+// fetchOne reads pt's next page, of at most limit items; or, once a filter
+// showed it passes few of them, of as many as DynamoDB reads in a request.
 func (pr *pageReader) fetchOne(ctx context.Context, pt *partition, limit int) error {
 	in := pt.in
-	in.Limit = aws.Int32(int32(limit))
+	if !pt.byBytes {
+		in.Limit = aws.Int32(int32(limit))
+	}
 	out, err := pr.reqs.query(ctx, &in)
 	if err != nil {
 		return err
+	}
+	if in.FilterExpression != nil && out.ScannedCount > 2*out.Count {
+		pt.byBytes = true
 	}
 	pt.buf = append(pt.buf, out.Items...)
 	if len(out.LastEvaluatedKey) == 0 {

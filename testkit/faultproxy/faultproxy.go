@@ -1,7 +1,8 @@
 // Package faultproxy is an HTTP proxy for tests that sits between the real
 // AWS SDK and DynamoDB Local and injects the faults DynamoDB Local cannot
-// produce: throttling and server errors, and BatchWriteItem requests that are
-// only partly processed. The SDK's real retry logic and shardline's own
+// produce: throttling and server errors, BatchWriteItem requests that are
+// only partly processed, and eventually consistent BatchGetItem answers that
+// miss an item. The SDK's real retry logic and shardline's own
 // back-off run against it.
 //
 // It fronts kinesalite the same way (kinesis.go): whole requests answered
@@ -70,13 +71,16 @@ type meter struct {
 }
 
 // Rule decides the fate of a request. Returning a Fault answers with it;
-// returning a non-nil Hold (for BatchWriteItem) forwards only the write
-// requests it does not hold and answers the held ones as UnprocessedItems;
-// returning neither forwards the request untouched.
+// returning a non-nil Hold forwards only the write requests of a
+// BatchWriteItem it does not hold and answers the held ones as
+// UnprocessedItems, or leaves the items it holds out of an eventually
+// consistent BatchGetItem's answer (stale.go); returning neither forwards
+// the request untouched.
 type Rule func(Request) (*Fault, Hold)
 
 // Hold picks write requests to leave unprocessed, by their item (a
-// PutRequest) or their key (a DeleteRequest), as DynamoDB JSON.
+// PutRequest) or their key (a DeleteRequest), or items read to leave out,
+// as DynamoDB JSON.
 type Hold func(item map[string]json.RawMessage) bool
 
 // Proxy is a running fault-injecting proxy.
@@ -90,7 +94,7 @@ type Proxy struct {
 	counts sync.Map // op -> *atomic.Int64
 
 	Faults atomic.Int64 // requests answered with a Fault
-	Held   atomic.Int64 // write requests returned unprocessed
+	Held   atomic.Int64 // write requests returned unprocessed, items left out of a read
 	// EntriesFailed counts PutRecords entries answered with an injected
 	// ErrorCode (SetEntryFault).
 	EntriesFailed atomic.Int64
@@ -204,6 +208,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if hold != nil && op == "BatchWriteItem" {
 		p.partial(w, r, body, hold, m.refuseWhole)
+		return
+	}
+	if hold != nil && op == "BatchGetItem" {
+		p.stale(w, r, body, hold)
 		return
 	}
 	if entryFault != nil && op == "PutRecords" && isKinesis(r) {
