@@ -17,9 +17,9 @@ Reads events (CloudEvents in JSON) from the files, or from stdin when there
 are none or for "-", and sends them to a Kinesis stream (-stream, with
 pkg/producer's Kinesis producer: PutRecords batches, retries of the failed
 records only, optional KPL aggregation) or to the HTTP API (POST /v1/events
-in batches of up to 1,000 events or 6 MB, 503 and 429 retried). An input
-is NDJSON (one event, or an array of events, a line), a JSON array of
-events, or one event; pretty-printed JSON is fine.
+in batches of up to 1,000 events whose body Lambda can take, 503 and 429
+retried). An input is NDJSON (one event, or an array of events, a line), a
+JSON array of events, or one event; pretty-printed JSON is fine.
 
 An event without an id gets a UUIDv7 and one without a time the present
 time before it is first sent, so that retries store it once. (Sending the

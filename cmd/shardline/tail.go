@@ -63,7 +63,7 @@ func newTailFlags(stderr io.Writer) *tailFlags {
 	fs.StringVar(&f.typ, "type", "", "only events of this type")
 	fs.StringVar(&f.subject, "subject", "", "only events of this subject")
 	fs.IntVar(&f.n, "n", 10, "print the newest N events first, 0-1000")
-	fs.StringVar(&f.since, "since", "24h", "how far back the newest -n are looked for: a duration, at most 31 days")
+	fs.StringVar(&f.since, "since", "24h", "how far back the newest -n are looked for: a duration, at most 744h (31 days)")
 	fs.BoolVar(&f.follow, "f", false, "follow: keep printing new events until Ctrl-C")
 	fs.DurationVar(&f.interval, "interval", 2*time.Second, "pause between polls with -f")
 	fs.DurationVar(&f.late, "late", time.Minute, "with -f, how long after its time an event may be stored and still be printed")
@@ -81,7 +81,7 @@ func (f *tailFlags) parse(args []string) error {
 	if f.n < 0 || f.n > 1000 {
 		return fmt.Errorf("-n %d: must be 0-1000", f.n)
 	}
-	if d, err := time.ParseDuration(f.since); err != nil || d <= 0 || d > 31*24*time.Hour {
+	if d, err := time.ParseDuration(f.since); err != nil || d <= 0 || d > maxRange {
 		return fmt.Errorf("-since %q: want a duration up to 744h (31 days), such as 24h", f.since)
 	}
 	if f.interval <= 0 || f.late < 0 || f.late > 24*time.Hour {
@@ -121,6 +121,10 @@ type tailEvent struct {
 // future is how far past now a poll's range reaches: the API takes events
 // up to 5 minutes in the future.
 const future = 6 * time.Minute
+
+// maxRange is the longest range GET /v1/events answers, and the largest
+// -since.
+const maxRange = 31 * 24 * time.Hour
 
 // tailer prints the events it has not printed yet.
 type tailer struct {
@@ -191,7 +195,10 @@ func (t *tailer) newest(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	since, _ := time.ParseDuration(t.f.since)
-	q := t.query(now.Add(-since), now.Add(future))
+	// The range reaches future ahead too; within the API's 31 days, the
+	// oldest minutes of a -since of 744h give way.
+	to := now.Add(future)
+	q := t.query(to.Add(-min(since+future, maxRange)), to)
 	q.Set("order", "desc")
 	q.Set("limit", strconv.Itoa(t.f.n))
 	var page eventsPage

@@ -80,3 +80,37 @@ func TestTailFollow(t *testing.T) {
 		t.Fatal("an event stored 10 minutes after its time was printed, past -late")
 	}
 }
+
+// TestTailSinceLargest: the largest -since the flag takes, 744h (31 days),
+// reads back that far: the range it asks for is clamped to the API's 31
+// days, with the 6 minutes it reaches ahead for producers' clocks. Before,
+// it asked for 31 days and 6 minutes and every run failed with a 400.
+func TestTailSinceLargest(t *testing.T) {
+	localEnv(t)
+	base := localAPI(t, false)
+	now := time.Now().UTC()
+	evs := []any{event("cli/since", "s-old", "t", now.Add(-29*24*time.Hour)), event("cli/since", "s-new", "t", now.Add(-time.Hour))}
+	if res, err := producer.NewHTTP(base).Send(context.Background(), evs...); err != nil || res.Accepted != 2 {
+		t.Fatalf("send: %v, %+v", err, res)
+	}
+	for since, want := range map[string][]string{"744h": {"s-old", "s-new"}, "24h": {"s-new"}} {
+		f := newTailFlags(&syncbuf.Buffer{})
+		if err := f.parse([]string{"-api", base, "-source", "cli/since", "-since", since}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := f.api.client(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out syncbuf.Buffer
+		if err := runTail(context.Background(), c, f, &out); err != nil {
+			t.Fatalf("tail -since %s: %v", since, err)
+		}
+		if got := ndjson(t, out.String()); !slices.Equal(got, want) {
+			t.Fatalf("tail -since %s printed %v, want %v", since, got, want)
+		}
+	}
+	if err := newTailFlags(&syncbuf.Buffer{}).parse([]string{"-source", "s", "-since", "745h"}); err == nil || !strings.Contains(err.Error(), "744h") {
+		t.Fatalf("-since 745h: %v, want an error naming 744h", err)
+	}
+}

@@ -79,6 +79,9 @@ func (h *Handler) api(ctx context.Context, r apigw.Request) apigw.Response {
 	if refused != nil {
 		return *refused
 	}
+	if refused := checkPayload(r); refused != nil {
+		return *refused
+	}
 	body, refused := requestBody(r)
 	if refused != nil {
 		return *refused

@@ -59,7 +59,16 @@ const (
 	Drop = 2
 	// Burst is how long a quiet limited key saves up its rate.
 	Burst = 200 * time.Millisecond
+	// Forget is how long a key's pace outlives its last write or throttle,
+	// by the pacer's clock: a key no longer written (its source went
+	// quiet, or a raise spread it over other keys) is forgotten then, and
+	// once every key is, Paced is false again.
+	Forget = 2 * time.Minute
 )
+
+// sweepEvery bounds how often Paced looks for keys to forget: a key goes
+// between Forget and Forget+sweepEvery after its last write.
+const sweepEvery = 10 * time.Second
 
 // Key is an item's partition keys: the table's and, when the item has an
 // entry in it, the GSI's.
@@ -94,10 +103,11 @@ type Pacer struct {
 	// backlog at once to learn what they take. Nil: every key is its own.
 	Family func(key string) string
 
-	n    atomic.Int32 // len(keys): the fast path reads it without the lock
-	mu   sync.Mutex
-	keys map[slot]*limit
-	fams map[slot]*limit // by family: the limit of its key last cut
+	n       atomic.Int32 // len(keys): the fast path reads it without the lock
+	sweepAt atomic.Int64 // by the clock, Unix ns: when Paced next looks for keys to forget
+	mu      sync.Mutex
+	keys    map[slot]*limit
+	fams    map[slot]*limit // by family: the limit of its key last cut
 }
 
 // slot names a key in the pacer: the same string may be a table key and a
@@ -118,6 +128,7 @@ type limit struct {
 	cut    time.Time // when it was last cut
 	tokens float64   // may go below zero: an item takes what it needs
 	at     time.Time // when tokens were last brought up to date
+	used   time.Time // when it was last written (Admit) or throttled
 }
 
 func (p *Pacer) keyWCU() float64 {
@@ -158,8 +169,58 @@ func (p *Pacer) refill(l *limit, t time.Time) (dropped bool) {
 	return false
 }
 
-// Paced says whether any key is being paced now.
-func (p *Pacer) Paced() bool { return p != nil && p.n.Load() > 0 }
+// Paced says whether any key is being paced now. While one is, it reads
+// the clock, and now and then forgets the keys idle for Forget (sweep).
+func (p *Pacer) Paced() bool {
+	if p == nil || p.n.Load() == 0 {
+		return false
+	}
+	if p.now().UnixNano() < p.sweepAt.Load() {
+		return true
+	}
+	return p.sweep()
+}
+
+// count publishes how many keys are paced, and when none were, when to
+// look for keys to forget. The lock is held.
+func (p *Pacer) count(now time.Time) {
+	if p.n.Swap(int32(len(p.keys))) == 0 && len(p.keys) > 0 {
+		p.sweepAt.Store(now.Add(Forget).UnixNano())
+	}
+}
+
+// sweep forgets the keys not written or throttled for Forget, and those
+// grown past Drop; a family whose pace was one of them takes the pace of
+// its key cut last that is still paced, so that a key new to a hot family
+// still starts paced. It says whether any key is still paced.
+func (p *Pacer) sweep() bool {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next := now.Add(Forget)
+	orphans := map[slot]bool{}
+	for k, l := range p.keys {
+		if now.Sub(l.used) < Forget && !p.refill(l, now) {
+			if at := l.used.Add(Forget); at.Before(next) {
+				next = at
+			}
+			continue
+		}
+		delete(p.keys, k)
+		if f := p.family(k); p.fams[f] == l {
+			delete(p.fams, f)
+			orphans[f] = true
+		}
+	}
+	for k, l := range p.keys {
+		if f := p.family(k); orphans[f] && (p.fams[f] == nil || p.fams[f].cut.Before(l.cut)) {
+			p.fams[f] = l
+		}
+	}
+	p.n.Store(int32(len(p.keys)))
+	p.sweepAt.Store(max(next.UnixNano(), now.Add(sweepEvery).UnixNano()))
+	return len(p.keys) > 0
+}
 
 // Admit decides which items may be sent now: ok[i] for keys[i], which
 // costs wcu[i] write units. The tokens of admitted items are taken. When
@@ -180,6 +241,11 @@ func (p *Pacer) Admit(keys []Key, wcu []float64) (ok []bool, wait time.Duration)
 	any := false
 	for i, k := range keys {
 		lt, lg := p.adopt(slot{false, k.Table}, now), p.adopt(slot{true, k.GSI}, now)
+		for _, l := range []*limit{lt, lg} {
+			if l != nil {
+				l.used = now
+			}
+		}
 		w := max(p.short(lt, now), p.short(lg, now))
 		if w > 0 {
 			wait = min(wait, w)
@@ -228,9 +294,9 @@ func (p *Pacer) adopt(key slot, now time.Time) *limit {
 		return nil
 	}
 	r := p.rate(kin, now)
-	l := &limit{key: key, base: r, cut: now, at: now, tokens: r * Burst.Seconds()}
+	l := &limit{key: key, base: r, cut: now, at: now, used: now, tokens: r * Burst.Seconds()}
 	p.keys[key] = l
-	p.n.Store(int32(len(p.keys)))
+	p.count(now)
 	return l
 }
 
@@ -300,7 +366,7 @@ func (p *Pacer) Throttled(sent time.Time, keys []Key, throttled []bool) []Blame 
 			p.cut(slot{true, k.GSI}, sent, now)
 		}
 	}
-	p.n.Store(int32(len(p.keys)))
+	p.count(now)
 	return blame
 }
 
@@ -319,10 +385,11 @@ func (p *Pacer) cut(key slot, sent, now time.Time) {
 		if kin := p.fams[f]; kin != nil {
 			first = min(first, p.rate(kin, now))
 		}
-		l = &limit{key: key, base: first, cut: now, at: now}
+		l = &limit{key: key, base: first, cut: now, at: now, used: now}
 		p.keys[key], p.fams[f] = l, l
 		return
 	}
+	l.used = now
 	if sent.Before(l.cut) {
 		return // sent under the rate before the last cut: already answered
 	}

@@ -26,6 +26,13 @@ const demandSK = "demand"
 // demandPrefix names a writer's report in the item: "w_<writer>".
 const demandPrefix = "w_"
 
+// maxRemoved bounds the stale reports one report removes: each is "#rN, "
+// in its REMOVE clause, and DynamoDB refuses an expression over 4 KB (past
+// about 600 of them). A hundred take under 700 bytes; a fleet's worth that
+// stopped at once goes over the writer's next reports, and until then is
+// left out of every sum as it is now.
+const maxRemoved = 100
+
 // Rates are write units a second, base table and GSI.
 type Rates struct {
 	Table, GSI float64
@@ -73,7 +80,7 @@ const (
 // source throttles, falls behind, or runs near its keys (adapt.Measure),
 // at most twice per decision window each, so the item stays cool (see
 // docs/keys.md), and a report older than Fresh is left out of the sum and
-// removed.
+// removed, at most maxRemoved by a report.
 type Demand struct {
 	Client    HoursAPI
 	Table     string
@@ -115,12 +122,15 @@ func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer str
 	old := d.stale[s.MetaPK(day)]
 	d.mu.Unlock()
 	var remove []string
-	for i, n := range old {
+	for _, n := range old {
 		if n == demandPrefix+writer {
 			continue
 		}
-		names["#r"+strconv.Itoa(i)] = n
-		remove = append(remove, "#r"+strconv.Itoa(i))
+		if len(remove) == maxRemoved {
+			break // the rest, still stale, by the next reports
+		}
+		names["#r"+strconv.Itoa(len(remove))] = n
+		remove = append(remove, "#r"+strconv.Itoa(len(remove)))
 	}
 	if len(remove) > 0 {
 		expr += " REMOVE " + strings.Join(remove, ", ")

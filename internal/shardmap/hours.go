@@ -2,7 +2,9 @@ package shardmap
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -110,20 +112,11 @@ func (h *Hours) Mark(ctx context.Context, s bucketing.Stream, day string, counts
 		adds = append(adds, "#n"+k+" :n"+k)
 	}
 	values[":h"] = &types.AttributeValueMemberNS{Value: set}
-	expr := "ADD " + strings.Join(adds, ", ")
-	if d, err := time.Parse(bucketing.DayLayout, day); err == nil && h.Retention > 0 {
-		expr += " SET #e = :e"
-		names["#e"] = schema.TTL
-		values[":e"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Add(2*24*time.Hour+h.Retention).Unix(), 10)}
+	var from time.Time // the TTL's: the day's end and a day, plus the retention
+	if d, err := time.Parse(bucketing.DayLayout, day); err == nil {
+		from = d.Add(2 * 24 * time.Hour)
 	}
-	in := &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(h.Table),
-		Key:                       HoursKey(s, day),
-		UpdateExpression:          aws.String(expr),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	}
-	if _, err := h.Client.UpdateItem(ctx, in); err != nil {
+	if err := h.write(ctx, HoursKey(s, day), strings.Join(adds, ", "), names, values, from); err != nil {
 		return fmt.Errorf("mark hours %v of %s: %w", todo, s.MetaPK(day), err)
 	}
 	h.remember(s, day, todo)
@@ -149,24 +142,41 @@ func (h *Hours) Ahead(ctx context.Context, s bucketing.Stream, now time.Time) er
 	day, hr := bucketing.Day(next), next.Hour()
 	names := map[string]string{"#h": schema.Hours}
 	values := map[string]types.AttributeValue{":h": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(hr)}}}
-	expr := "ADD #h :h"
-	if h.Retention > 0 {
-		expr += " SET #e = :e"
-		names["#e"] = schema.TTL
-		values[":e"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(next.Truncate(24*time.Hour).Add(2*24*time.Hour+h.Retention).Unix(), 10)}
-	}
-	_, err := h.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(h.Table),
-		Key:                       HoursKey(s, day),
-		UpdateExpression:          aws.String(expr),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	})
-	if err != nil {
+	if err := h.write(ctx, HoursKey(s, day), "#h :h", names, values, next.Truncate(24*time.Hour).Add(2*24*time.Hour)); err != nil {
 		return fmt.Errorf("mark hour %d of %s ahead: %w", hr, s.MetaPK(day), err)
 	}
 	h.remember(s, day, []int{hr})
 	return nil
+}
+
+// write adds adds (an ADD clause's items) to the hour index at key, and
+// sets its TTL to from plus the retention (the zero from: no TTL) unless
+// the TTL is later already: a writer with a shorter retention (an
+// operator's command run with a smaller RETENTION_DAYS) must not make the
+// index expire before the day's events, or readers would skip their hours.
+// Update expressions have no max(), so the TTL goes under a condition;
+// when it fails, the marks go again without the TTL: a second request only
+// for such a writer's marks.
+func (h *Hours) write(ctx context.Context, key map[string]types.AttributeValue, adds string,
+	names map[string]string, values map[string]types.AttributeValue, from time.Time) error {
+	in := &dynamodb.UpdateItemInput{
+		TableName: aws.String(h.Table), Key: key, UpdateExpression: aws.String("ADD " + adds),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	}
+	if h.Retention > 0 && !from.IsZero() {
+		ttl := *in
+		ttl.UpdateExpression = aws.String("ADD " + adds + " SET #e = :e")
+		ttl.ConditionExpression = aws.String("attribute_not_exists(#e) OR #e <= :e")
+		ttl.ExpressionAttributeNames, ttl.ExpressionAttributeValues = maps.Clone(names), maps.Clone(values)
+		ttl.ExpressionAttributeNames["#e"] = schema.TTL
+		ttl.ExpressionAttributeValues[":e"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(from.Add(h.Retention).Unix(), 10)}
+		_, err := h.Client.UpdateItem(ctx, &ttl)
+		if cond := (*types.ConditionalCheckFailedException)(nil); !errors.As(err, &cond) {
+			return err
+		}
+	}
+	_, err := h.Client.UpdateItem(ctx, in)
+	return err
 }
 
 // due says whether this container marks next, the hour after now's, for s

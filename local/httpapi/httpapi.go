@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -17,10 +18,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/payload"
 )
 
 // MaxBodyBytes is API Gateway's payload limit for HTTP APIs.
 const MaxBodyBytes = 10 << 20
+
+// MaxInvokeBytes is Lambda's limit on a synchronous invocation's payload:
+// the whole event, the body in it as a JSON string. A body API Gateway
+// takes can still make an event over it (6 MB of JSON with quotes and <
+// in it, escaped); API Gateway then answers 413 without invoking the
+// function, as a body over MaxBodyBytes.
+const MaxInvokeBytes = payload.LambdaBytes
 
 // Func is an HTTP API Lambda handler.
 type Func func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
@@ -56,12 +66,14 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(body) > MaxBodyBytes {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusRequestEntityTooLarge)
-		fmt.Fprint(w, `{"message":"Request Entity Too Large"}`)
+		tooLarge(w)
 		return
 	}
 	req := Request(r, body, routeKey)
+	if event, err := json.Marshal(req); err != nil || len(event) > MaxInvokeBytes {
+		tooLarge(w)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), m.Timeout)
 	defer cancel()
 	resp, err := fn(ctx, req)
@@ -72,6 +84,14 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	Write(w, resp)
+}
+
+// tooLarge answers as API Gateway does a request it will not pass on for
+// its size.
+func tooLarge(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	fmt.Fprint(w, `{"message":"Request Entity Too Large"}`)
 }
 
 // Request is the API Gateway event for r with the given body.

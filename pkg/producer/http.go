@@ -14,12 +14,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/shardline/shardline/internal/backoff"
+	"github.com/shardline/shardline/internal/payload"
 )
 
-// Limits of one POST /v1/events request.
+// Limits of one POST /v1/events request. MaxPayloadBytes is the one that
+// binds: Lambda receives the body as a JSON string inside API Gateway's
+// event, where a " or a < takes 2 or 6 bytes, and the whole event must fit
+// Lambda's 6,291,456-byte invocation payload. A body of MaxRequestBytes of
+// plain JSON is already past it.
 const (
 	MaxRequestEvents = 1000
 	MaxRequestBytes  = 6 << 20
+	// MaxPayloadBytes bounds a body as a JSON string (escapes and quotes
+	// counted): Lambda's limit less 32 KiB kept for the headers and the
+	// request context (docs/producer.md).
+	MaxPayloadBytes = payload.MaxBodyBytes // 6,258,688
 )
 
 // HTTP sends events to shardline's HTTP API, POST /v1/events, in batches.
@@ -101,7 +110,8 @@ func (e *StatusError) Error() string {
 
 // Send posts events (each a json.RawMessage, []byte or string of a
 // CloudEvent's JSON, or a value that encodes to one) as JSON arrays of at
-// most MaxRequestEvents events and MaxRequestBytes. Events without an id
+// most MaxRequestEvents events whose body fits MaxPayloadBytes as Lambda
+// receives it (an event that cannot is rejected unsent). Events without an id
 // get a UUIDv7, those without a time the present time, so that a retry
 // stores nothing twice. It retries 503 (only the events the answer lists
 // in retry), 429, 500, 502, 504 and transport errors, waiting as
@@ -118,8 +128,9 @@ func (h *HTTP) Send(ctx context.Context, events ...any) (Result, error) {
 		switch {
 		case err != nil:
 			res.Rejected = append(res.Rejected, Rejection{Index: i, Error: err.Error()})
-		case len(e.data)+2 > MaxRequestBytes:
-			res.Rejected = append(res.Rejected, Rejection{Index: i, ID: e.id, Error: fmt.Sprintf("event: %d bytes is over a request's %d", len(e.data), MaxRequestBytes)})
+		case alone(e.data) > MaxPayloadBytes:
+			res.Rejected = append(res.Rejected, Rejection{Index: i, ID: e.id, Error: fmt.Sprintf(
+				"event: %d bytes, %d as the JSON string Lambda receives, is over the %d a request can carry", len(e.data), alone(e.data), MaxPayloadBytes)})
 		default:
 			ready = append(ready, pending{index: i, event: e})
 		}
@@ -140,17 +151,26 @@ type pending struct {
 	event event
 }
 
-// batches splits events into requests' worth.
+// alone is what a request of the one event takes in Lambda's payload.
+func alone(data []byte) int {
+	return payload.Size{}.AddString("[").Add(data).AddString("]").Bytes()
+}
+
+// batches splits events into requests' worth: at most MaxRequestEvents,
+// and a body ("[", the events and their commas, "]") that takes at most
+// MaxPayloadBytes in Lambda's payload.
 func batches(events []pending) [][]pending {
 	var out [][]pending
-	start, size := 0, 2
+	start, body := 0, payload.Size{}.AddString("[")
 	for i, e := range events {
-		n := len(e.event.data) + 1
-		if i > start && (i-start == MaxRequestEvents || size+n > MaxRequestBytes) {
+		if i > start && (i-start == MaxRequestEvents || body.AddString(",").Add(e.event.data).AddString("]").Bytes() > MaxPayloadBytes) {
 			out = append(out, events[start:i])
-			start, size = i, 2
+			start, body = i, payload.Size{}.AddString("[")
 		}
-		size += n
+		if i > start {
+			body = body.AddString(",")
+		}
+		body = body.Add(e.event.data)
 	}
 	if start < len(events) {
 		out = append(out, events[start:])
