@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/shardline/shardline/internal/echo"
 )
 
 // attrs says where the attributes with a fixed meaning are among an event's
 // members; -1 for an absent one.
 type attrs struct {
-	id, source, typ, specversion, time, subject, data, dataB64 int
+	id, source, typ, specversion, time, subject, contentType, schema, data, dataB64 int
 }
 
 // indexAttrs finds the attributes with a fixed meaning and checks every
@@ -20,7 +22,7 @@ type attrs struct {
 // past another's checks. An optional attribute set to null is made absent
 // (its value set to nil).
 func indexAttrs(ms []member) (attrs, error) {
-	a := attrs{-1, -1, -1, -1, -1, -1, -1, -1}
+	a := attrs{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1}
 	dup := duplicateAt(ms, bytes.Compare)
 	for i := range ms {
 		if i == dup {
@@ -51,7 +53,7 @@ func checkName(name []byte) error {
 	}
 	problem := "is not a valid attribute name: CloudEvents attribute names are lower-case letters a-z and digits 0-9"
 	if lower := bytes.ToLower(name); validName(lower) {
-		problem += fmt.Sprintf("; did you mean %q?", lower)
+		problem += fmt.Sprintf("; did you mean %s?", echo.Quote(string(lower)))
 	} else {
 		problem += "; rename it"
 	}
@@ -95,6 +97,10 @@ func (a *attrs) note(name string, i int) {
 		a.time = i
 	case "subject":
 		a.subject = i
+	case "datacontenttype":
+		a.contentType = i
+	case "dataschema":
+		a.schema = i
 	case "data":
 		a.data = i
 	case "data_base64":

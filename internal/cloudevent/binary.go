@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/shardline/shardline/internal/echo"
 )
 
 // FromBinary reads an event sent in the CloudEvents HTTP binary content mode
@@ -91,9 +93,9 @@ func headerAttr(k, v string) (a attr, ok bool, err error) {
 	decoded, derr := url.PathUnescape(unquoteHeader(a.value))
 	switch {
 	case derr != nil:
-		return a, true, fieldErr(lk, "is not valid percent-encoding (%v); encode %% as %%25", derr)
+		return a, true, fieldErr(nameLabel([]byte(lk)), "is not valid percent-encoding (%v); encode %% as %%25", derr)
 	case !utf8.ValidString(decoded):
-		return a, true, fieldErr(lk, "percent-decodes to bytes that are not UTF-8")
+		return a, true, fieldErr(nameLabel([]byte(lk)), "percent-decodes to bytes that are not UTF-8")
 	}
 	a.value = decoded
 	return a, true, nil
@@ -155,7 +157,7 @@ func binaryData(contentType string, body []byte) (name string, value []byte, err
 	case contentType == "" && isJSON: // the JSON format's default
 		return "data", body, nil
 	case perr == nil && jsonMedia(mt) && !isJSON:
-		return "data_base64", base64JSON(body), fieldErr("body", "is not valid JSON, though Content-Type %q says it is: %s", contentType, notJSON(body))
+		return "data_base64", base64JSON(body), fieldErr("body", "is not valid JSON, though Content-Type %s says it is: %s", echo.Quote(contentType), notJSON(body))
 	case perr == nil && jsonMedia(mt):
 		return "data", body, nil
 	case perr == nil && textMedia(mt, params) && utf8.Valid(body):

@@ -2,7 +2,11 @@ package cloudevent
 
 import (
 	"bytes"
+	"mime"
+	"strings"
 	"time"
+
+	"github.com/shardline/shardline/internal/echo"
 )
 
 // checkAttrs checks the required attributes (present, non-empty strings,
@@ -18,12 +22,47 @@ func checkAttrs(ms []member, a attrs) error {
 		}
 	}
 	if a.specversion >= 0 && ms[a.specversion].val != nil && string(unquote(ms[a.specversion].val)) != "1.0" {
-		return fieldErr("specversion", "is %q; only \"1.0\" is supported", unquote(ms[a.specversion].val))
+		return fieldErr("specversion", "is %s; only \"1.0\" is supported", echo.Quote(string(unquote(ms[a.specversion].val))))
 	}
 	if a.data >= 0 && a.dataB64 >= 0 && ms[a.dataB64].val != nil {
 		return fieldErr("data_base64", "cannot be sent together with data")
 	}
+	return checkOptional(ms, a)
+}
+
+// checkOptional checks the optional attributes that have a form: each,
+// when present, is a non-empty string (core spec 1.0.2, "Context
+// Attributes"); subject is at most MaxAttrBytes, as the query's subject
+// filter is, so that every stored subject can be asked for; and
+// datacontenttype is a media type (RFC 2046).
+func checkOptional(ms []member, a attrs) error {
+	for _, o := range []struct {
+		name string
+		i    int
+	}{{"subject", a.subject}, {"datacontenttype", a.contentType}, {"dataschema", a.schema}} {
+		if o.i < 0 || ms[o.i].val == nil {
+			continue
+		}
+		v := unquote(ms[o.i].val)
+		switch {
+		case len(v) == 0:
+			return fieldErr(o.name, "is empty; leave it out, or give it a value")
+		case o.name == "subject" && len(v) > MaxAttrBytes:
+			return fieldErr(o.name, "is %d bytes; the limit is %d", len(v), MaxAttrBytes)
+		case o.name == "datacontenttype" && !isMediaType(string(v)):
+			return fieldErr(o.name, "is %s, which is not a media type (RFC 2046: type/subtype with optional parameters, "+
+				"such as application/json or text/plain; charset=utf-8)", echo.Quote(string(v)))
+		}
+	}
 	return nil
+}
+
+// isMediaType tells a media type with optional parameters, as
+// Content-Type holds one. mime.ParseMediaType alone also takes a
+// Content-Disposition such as "xyz", without a subtype.
+func isMediaType(v string) bool {
+	mt, _, err := mime.ParseMediaType(v)
+	return err == nil && strings.Contains(mt, "/")
 }
 
 // checkRequired checks the required attribute name, at i among ms.
@@ -113,7 +152,7 @@ func eventTime(ms []member, a attrs, now, stamp time.Time, lim Limits) (t time.T
 		s := unquote(ms[a.time].val)
 		p, err := time.Parse(time.RFC3339Nano, string(s))
 		if err != nil {
-			return t, false, fieldErr("time", "%q is not an RFC 3339 timestamp such as 2006-01-02T15:04:05Z", s)
+			return t, false, fieldErr("time", "%s is not an RFC 3339 timestamp such as 2006-01-02T15:04:05Z", echo.Quote(string(s)))
 		}
 		t = p.UTC()
 	} else {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/echo"
 	"github.com/shardline/shardline/internal/params"
 )
 
@@ -57,7 +58,7 @@ func ParseRequest(rawQuery string, now time.Time) (Request, error) {
 	}
 	if g, ok := v.Get("group_by"); ok {
 		if g != "type" {
-			return Request{}, params.Errorf("group_by", "is %q; the counts can be grouped by type only (group_by=type), or not at all", g)
+			return Request{}, params.Errorf("group_by", "is %s; the counts can be grouped by type only (group_by=type), or not at all", echo.Quote(g))
 		}
 		r.GroupByType = true
 	}
@@ -89,7 +90,7 @@ func (r *Request) setInterval(v params.Values, rg params.Range) error {
 		}
 	}
 	if asked {
-		return params.Errorf("interval", "is %q; want 1m, 5m, 15m, 1h or 1d", name)
+		return params.Errorf("interval", "is %s; want 1m, 5m, 15m, 1h or 1d", echo.Quote(name))
 	}
 	return fmt.Errorf("counts: no interval fits %s", rg.To.Sub(rg.From)) // unreachable: 1d fits 31 days
 }

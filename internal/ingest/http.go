@@ -33,7 +33,11 @@ type Response struct {
 	// Retry lists the events that were not stored for now (storage
 	// unavailable, or the request's time ran out): send them again.
 	Retry []Rejection `json:"retry,omitempty"`
-	Error string      `json:"error,omitempty"`
+	// ReasonsOmitted is how many of Rejected are listed by index alone,
+	// without their id and reason, to keep the answer bounded
+	// (RejectedDetailBytes).
+	ReasonsOmitted int    `json:"reasons_omitted,omitempty"`
+	Error          string `json:"error,omitempty"`
 }
 
 // Rejection says why the event at Index was not accepted (or, in Retry, not
@@ -129,7 +133,8 @@ func (h *Handler) answer(ctx context.Context, p parsed, outcomes []outcome, st s
 		rejections = []Rejection{}
 	}
 	h.report(ctx, "api", t.stored, t.quarantined, t.failed, st, start)
-	out := Response{Accepted: t.stored, Rejected: rejections}
+	out := Response{Accepted: t.stored}
+	out.Rejected, out.ReasonsOmitted = boundRejections(rejections)
 	switch {
 	case t.failed > 0:
 		out.Retry, out.Error = unstored(ctx, p.units, outcomes)

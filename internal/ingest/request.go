@@ -2,23 +2,25 @@ package ingest
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"mime"
 	"net/http"
 	"strings"
 
 	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/echo"
 )
 
 // checkRoute refuses anything but POST on Route.
 func checkRoute(r apigw.Request) *apigw.Response {
 	if !strings.HasSuffix(strings.TrimRight(r.Path, "/"), Route) {
-		resp := apigw.Error(http.StatusNotFound, "no route %s %s; events are sent with POST %s", r.Method, r.Path, Route)
+		resp := apigw.Error(http.StatusNotFound, "no route %s %s; events are sent with POST %s",
+			echo.Cut(r.Method, echo.MaxQuoted), echo.Cut(r.Path, echo.MaxQuoted), Route)
 		return &resp
 	}
 	if r.Method != http.MethodPost {
-		resp := apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed on %s; use POST", r.Method, Route).With("Allow", http.MethodPost)
+		resp := apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed on %s; use POST", echo.Cut(r.Method, echo.MaxQuoted), Route).
+			With("Allow", http.MethodPost)
 		return &resp
 	}
 	return nil
@@ -45,7 +47,7 @@ func contentMode(r apigw.Request) (mode, *apigw.Response) {
 	if ct != "" {
 		var err error
 		if mt, _, err = mime.ParseMediaType(ct); err != nil {
-			resp := apigw.Error(http.StatusUnsupportedMediaType, "Content-Type %q cannot be parsed: %v", ct, err)
+			resp := apigw.Error(http.StatusUnsupportedMediaType, "Content-Type %s cannot be parsed: %v", echo.Quote(ct), err)
 			return structured, &resp
 		}
 	}
@@ -55,8 +57,8 @@ func contentMode(r apigw.Request) (mode, *apigw.Response) {
 	case mt == "application/cloudevents+json":
 		return structured, nil
 	case strings.HasPrefix(mt, "application/cloudevents"):
-		resp := apigw.Error(http.StatusUnsupportedMediaType, "Content-Type %q is a CloudEvents format this API does not read; send JSON "+
-			"(application/cloudevents+json or application/cloudevents-batch+json)", mt)
+		resp := apigw.Error(http.StatusUnsupportedMediaType, "Content-Type %s is a CloudEvents format this API does not read; send JSON "+
+			"(application/cloudevents+json or application/cloudevents-batch+json)", echo.Quote(mt))
 		return structured, &resp
 	case r.Header("ce-specversion") != "":
 		return binary, nil
@@ -64,8 +66,8 @@ func contentMode(r apigw.Request) (mode, *apigw.Response) {
 		return structured, nil
 	}
 	resp := apigw.Error(http.StatusUnsupportedMediaType,
-		"Content-Type %q is not supported without ce-* headers; send application/json, application/cloudevents+json or "+
-			"application/cloudevents-batch+json, or the event in binary mode (attributes in ce-* headers, ce-specversion among them)", mt)
+		"Content-Type %s is not supported without ce-* headers; send application/json, application/cloudevents+json or "+
+			"application/cloudevents-batch+json, or the event in binary mode (attributes in ce-* headers, ce-specversion among them)", echo.Quote(mt))
 	return structured, &resp
 }
 
@@ -112,7 +114,13 @@ func (h *Handler) parseEvents(body []byte, batch bool, req apiRequest) (parsed, 
 		}, nil
 	}
 	if len(raws) == 0 {
-		resp := apigw.JSON(http.StatusBadRequest, Response{Rejected: []Rejection{}, Error: "body: holds no events"})
+		// An empty CloudEvents batch is valid (JSON format 1.0.2, 4): it
+		// asks nothing. An empty array as plain JSON is more likely a
+		// producer's mistake, and is refused.
+		resp := apigw.JSON(http.StatusAccepted, Response{Rejected: []Rejection{}})
+		if !batch {
+			resp = apigw.JSON(http.StatusBadRequest, Response{Rejected: []Rejection{}, Error: "body: holds no events"})
+		}
 		return parsed{}, &resp
 	}
 	if len(raws) > MaxRequestEvents {
@@ -134,16 +142,4 @@ func (h *Handler) parseEvents(body []byte, batch bool, req apiRequest) (parsed, 
 		p.units = append(p.units, unit{group: i, event: &e, origin: o, received: req.received})
 	}
 	return p, nil
-}
-
-// idOf is the event's id, if raw is an object with a string id.
-func idOf(raw []byte) string {
-	var v struct {
-		ID any `json:"id"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return ""
-	}
-	s, _ := v.ID.(string)
-	return s
 }

@@ -1,7 +1,8 @@
 // Package params reads the query strings of shardline's read API: the
 // checks every route shares (unknown, repeated, empty-named and non-UTF-8
 // parameters), times given as RFC 3339 or as epoch milliseconds, and time
-// ranges. Every error is an *Error that names the parameter, for a 400.
+// ranges. Every error is an *Error that names the parameter, for a 400,
+// and quotes at most echo.MaxQuoted bytes of what was sent.
 package params
 
 import (
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/shardline/shardline/internal/echo"
 )
 
 // Error is a bad parameter, named.
@@ -47,7 +50,7 @@ func Parse(rawQuery string, allowed ...string) (Values, error) {
 		case name == "":
 			return nil, Errorf("query", "has a value with no parameter name")
 		case !ok[name]:
-			return nil, Errorf(name, "is not a parameter here; this route takes %s", strings.Join(allowed, ", "))
+			return nil, Errorf(echo.Cut(name, echo.MaxQuoted), "is not a parameter here; this route takes %s", strings.Join(allowed, ", "))
 		case len(vs) > 1:
 			return nil, Errorf(name, "is given %d times; give it once", len(vs))
 		case !utf8.ValidString(vs[0]):
@@ -72,7 +75,7 @@ func (v Values) Int(name string, lo, hi, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < lo || n > hi {
-		return 0, Errorf(name, "is %q; want a whole number from %d to %d", s, lo, hi)
+		return 0, Errorf(name, "is %s; want a whole number from %d to %d", echo.Quote(s), lo, hi)
 	}
 	return n, nil
 }
@@ -113,7 +116,7 @@ func (v Values) Bool(name string, def bool) (bool, error) {
 	}
 	b, err := strconv.ParseBool(s)
 	if err != nil {
-		return false, Errorf(name, "is %q; want true or false", s)
+		return false, Errorf(name, "is %s; want true or false", echo.Quote(s))
 	}
 	return b, nil
 }
@@ -129,7 +132,7 @@ func (v Values) Choice(name, def string, choices ...string) (string, error) {
 			return s, nil
 		}
 	}
-	return "", Errorf(name, "is %q; want %s", s, orList(choices))
+	return "", Errorf(name, "is %s; want %s", echo.Quote(s), orList(choices))
 }
 
 // orList is "a", "a or b", "a, b or c".
@@ -157,7 +160,7 @@ func ParseTime(name, s string) (time.Time, error) {
 	if s != "" && strings.Trim(s, "0123456789") == "" {
 		ms, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || ms > maxMillis {
-			return time.Time{}, Errorf(name, "%s is out of range for epoch milliseconds", s)
+			return time.Time{}, Errorf(name, "%s is out of range for epoch milliseconds", echo.Cut(s, echo.MaxQuoted))
 		}
 		return time.UnixMilli(ms).UTC(), nil
 	}
@@ -167,10 +170,10 @@ func ParseTime(name, s string) (time.Time, error) {
 		t, err = time.Parse(time.RFC3339Nano, strings.ReplaceAll(s, " ", "+"))
 	}
 	if err != nil {
-		return t, Errorf(name, "%q is neither an RFC 3339 time such as 2026-11-22T10:00:00Z nor epoch milliseconds such as 1795348800000", s)
+		return t, Errorf(name, "%s is neither an RFC 3339 time such as 2026-11-22T10:00:00Z nor epoch milliseconds such as 1795348800000", echo.Quote(s))
 	}
 	if t.Year() < 1970 || t.Year() > maxYear {
-		return t, Errorf(name, "%s is out of range", s)
+		return t, Errorf(name, "%s is out of range", echo.Cut(s, echo.MaxQuoted))
 	}
 	return t.UTC(), nil
 }

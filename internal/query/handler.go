@@ -15,6 +15,7 @@ import (
 
 	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/deadline"
+	"github.com/shardline/shardline/internal/echo"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/schema"
 )
@@ -140,11 +141,12 @@ func route(r apigw.Request) (Kind, *apigw.Response) {
 		kind = Sources
 	default:
 		resp := apigw.Error(http.StatusNotFound, "no route %s %s; the query API serves GET %s, %s, %s and %s",
-			r.Method, path, EventsRoute, QuarantineRoute, CountsRoute, SourcesRoute)
+			echo.Cut(r.Method, echo.MaxQuoted), echo.Cut(path, echo.MaxQuoted), EventsRoute, QuarantineRoute, CountsRoute, SourcesRoute)
 		return 0, &resp
 	}
 	if r.Method != http.MethodGet {
-		resp := apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed here; use GET", r.Method).With("Allow", http.MethodGet)
+		resp := apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed here; use GET", echo.Cut(r.Method, echo.MaxQuoted)).
+			With("Allow", http.MethodGet)
 		return 0, &resp
 	}
 	return kind, nil

@@ -108,7 +108,7 @@ var wrongAnswers = map[string]struct {
 	"sources without next_cursor":     {Query, get("/v1/sources", "", 200, `{"sources":[]}`), "next_cursor"},
 	"a 405 without Allow":             {Ingest, get("/v1/events", "", 405, `{"error":"use POST"}`), "Allow"},
 	"an unrouted 200":                 {Any, get("/nowhere", "", 200, `{}`), "404 or 405"},
-	"202 storing nothing":             {Ingest, post("application/json", event, 202, `{"accepted":0,"rejected":[]}`), "accepted"},
+	"202 storing nothing":             {Ingest, post("application/json", event, 202, `{"accepted":0,"rejected":[{"index":0,"error":"id: x"}]}`), "accepted"},
 	"400 that stored":                 {Ingest, post("application/json", event, 400, `{"accepted":1,"rejected":[]}`), "accepted"},
 	"503 without retry":               {Ingest, post("application/json", event, 503, `{"error":"e","accepted":0,"rejected":[]}`, "Retry-After", "1"), "retry"},
 	"a rejection without why":         {Ingest, post("application/json", event, 202, `{"accepted":1,"rejected":[{"index":1}]}`), "error"},
