@@ -38,14 +38,17 @@ func jsonText(s string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// TestIssue28ErrorAnswerFitsLambda is the issue's own input: 20 invalid
-// events of about 60 KB, each with a time of 60,000 '<'. Each '<' the
-// answer echoed took 7 bytes of the payload: 8.4 MB, over Lambda's limit.
+// TestIssue28ErrorAnswerFitsLambda is the issue's input, as large as
+// Lambda takes it in: 20 invalid events of about 50 KB, each with a time of
+// 50,000 '<' (the issue's 60,000 make a body of 7.2 MB in Lambda's
+// invocation payload, a '<' 6 bytes there: API Gateway or the function
+// refuses it with a 413, TestPayloadLimit). Each '<' the answer echoed
+// took 7 bytes of the payload: 7 MB, over Lambda's limit.
 func TestIssue28ErrorAnswerFitsLambda(t *testing.T) {
 	e := newEnv(t, false, func(c *Config) { c.MaxEventBytes = 65 << 10 })
 	var evs []string
 	for i := range 20 {
-		evs = append(evs, fmt.Sprintf(`{"id":"lt-%d","source":"s","type":"t","time":%s}`, i, jsonText(strings.Repeat("<", 60000))))
+		evs = append(evs, fmt.Sprintf(`{"id":"lt-%d","source":"s","type":"t","time":%s}`, i, jsonText(strings.Repeat("<", 50000))))
 	}
 	resp, err := e.h.HTTP(context.Background(), post("["+strings.Join(evs, ",")+"]", "application/cloudevents-batch+json"))
 	if err != nil || resp.StatusCode != 400 {
@@ -58,18 +61,18 @@ func TestIssue28ErrorAnswerFitsLambda(t *testing.T) {
 	}
 	r := decodeResponse(t, resp.Body)
 	if len(r.Rejected) != 20 || r.ReasonsOmitted != 0 || r.Rejected[7].ID != "lt-7" ||
-		!strings.Contains(r.Rejected[7].Error, `time: "<<<`) || !strings.Contains(r.Rejected[7].Error, "(the first 64 of 60000 bytes)") {
+		!strings.Contains(r.Rejected[7].Error, `time: "<<<`) || !strings.Contains(r.Rejected[7].Error, "(the first 64 of 50000 bytes)") {
 		t.Fatalf("rejections %.600s", resp.Body)
 	}
 }
 
 // TestHugeRejectedListKeepsEveryIndex: 1,000 events each refused for an id
-// of 6,000 '<'. Every one is listed by index; those past
+// of 800 '<' (4.8 MB in Lambda's invocation payload, under its limit). Every one is listed by index; those past
 // RejectedDetailBytes without id and reason, and reasons_omitted counts
 // them.
 func TestHugeRejectedListKeepsEveryIndex(t *testing.T) {
 	e := newEnv(t, false, nil)
-	ev := fmt.Sprintf(`{"id":%s,"source":"s","type":"t"}`, jsonText(strings.Repeat("<", 6000)))
+	ev := fmt.Sprintf(`{"id":%s,"source":"s","type":"t"}`, jsonText(strings.Repeat("<", 800)))
 	body := "[" + strings.Repeat(ev+",", MaxRequestEvents-1) + ev + "]"
 	resp, err := e.h.HTTP(context.Background(), post(body, "application/json"))
 	if err != nil || resp.StatusCode != 400 {
@@ -85,7 +88,7 @@ func TestHugeRejectedListKeepsEveryIndex(t *testing.T) {
 		t.Fatalf("%d rejected, %d without reason", len(r.Rejected), r.ReasonsOmitted)
 	}
 	first := r.Rejected[0]
-	if !strings.HasPrefix(first.ID, strings.Repeat("<", 256)+"… (the first 256 of 6000 bytes)") || !strings.HasPrefix(first.Error, "id: is 6000 bytes") {
+	if !strings.HasPrefix(first.ID, strings.Repeat("<", 256)+"… (the first 256 of 800 bytes)") || !strings.HasPrefix(first.Error, "id: is 800 bytes") {
 		t.Fatalf("first rejection %.400q", first.ID+" "+first.Error)
 	}
 	omitted := 0
