@@ -168,3 +168,79 @@ func (e *env) completeRecords(t *testing.T, recs []events.KinesisEventRecord) []
 	}
 	return out
 }
+
+// TestSlowSetupAPIStoresWhatIsSetUp: the API's side of item 9. A request
+// of 200 events from 200 new sources, on a DynamoDB whose every request
+// takes 100 ms of a virtual clock, with 1.1 s to work: the setup (three
+// requests one after another a source, 64 sources at a time) would take
+// 1.2 s. It used to spend all of it on the setup and answer 503 with
+// nothing stored. Now the sources set up within half the time have their
+// events stored, the answer is 503 with "accepted" counting them and
+// "retry" listing exactly the others, and sending those again until none is
+// left stores them, every event once, each retry storing more.
+func TestSlowSetupAPIStoresWhatIsSetUp(t *testing.T) {
+	const sources = 200
+	e := newSimEnv(t, false, nil)
+	want := map[[2]string]bool{}
+	evs := make([]json.RawMessage, sources)
+	for i := range evs {
+		src, id := fmt.Sprintf("api-%03d", i), fmt.Sprintf("a%03d", i)
+		want[[2]string{src, id}] = true
+		evs[i] = eventJSON(src, id, fixtureNow.Add(-time.Minute))
+	}
+	simtime.Run(t, fixtureNow, func(t *testing.T, clk *simtime.Clock) {
+		e.client = clk.Client(e.endpoint, 0)
+		h := checked(t, New(e.cfg, clk.Client(e.via, 100*time.Millisecond), Options{Now: clk.Now, APIBudget: 1100 * time.Millisecond}))
+		body, _ := json.Marshal(evs)
+		// API Gateway stamps when it received each request: now.
+		send := func(body []byte) events.APIGatewayV2HTTPResponse {
+			req := post(string(body), "application/json")
+			req.RequestContext.TimeEpoch = clk.Now().UnixMilli()
+			resp, err := h.HTTP(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}
+		resp := send(body)
+		r := decodeResponse(t, resp.Body)
+		if resp.StatusCode != 503 || r.Accepted == 0 || r.Accepted+len(r.Retry) != sources {
+			t.Fatalf("status %d, %d accepted, %d to retry: want 503, some accepted and the rest listed", resp.StatusCode, r.Accepted, len(r.Retry))
+		}
+		stored := map[string]bool{}
+		for _, it := range e.itemsIn(t, "E#") {
+			stored[storedEvent(t, it)["id"].(string)] = true
+		}
+		var again []json.RawMessage
+		for _, x := range r.Retry {
+			if stored[x.ID] {
+				t.Fatalf("event %d (%s) is stored and listed to retry", x.Index, x.ID)
+			}
+			again = append(again, evs[x.Index])
+		}
+		if len(stored) != r.Accepted {
+			t.Fatalf("%d events stored, %d accepted", len(stored), r.Accepted)
+		}
+		t.Logf("first request: %d of %d events stored, %d to retry, after %v of the clock", r.Accepted, sources, len(r.Retry), clk.Now().Sub(fixtureNow))
+		// A client sends what "retry" lists again, until nothing is left.
+		tries := 0
+		for ; len(again) > 0; tries++ {
+			if tries == 5 {
+				t.Fatalf("%d events still not stored after %d retries", len(again), tries)
+			}
+			body, _ = json.Marshal(again)
+			resp := send(body)
+			r := decodeResponse(t, resp.Body)
+			if resp.StatusCode == 503 && r.Accepted == 0 {
+				t.Fatalf("retry %d: nothing stored of %d events: the setup did not resume", tries+1, len(again))
+			}
+			next := again[:0:0]
+			for _, x := range r.Retry {
+				next = append(next, again[x.Index])
+			}
+			again = next
+		}
+		e.assertExactlyOnce(t, want, 0)
+		t.Logf("%d retries stored the rest", tries)
+	})
+}
