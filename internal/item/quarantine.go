@@ -93,7 +93,7 @@ func Quarantine(r Rejected, shards bucketing.Step, retention time.Duration) Item
 	attrs := map[string]types.AttributeValue{
 		schema.PK:     &types.AttributeValueMemberS{Value: pk},
 		schema.SK:     &types.AttributeValueMemberS{Value: sk},
-		schema.Reason: &types.AttributeValueMemberS{Value: CutReason(r.Reason)},
+		schema.Reason: &types.AttributeValueMemberS{Value: cutReason(r.Reason)},
 		schema.Origin: &types.AttributeValueMemberM{Value: originAttrs(r.Origin)},
 		schema.TTL:    expiry(r.ReceivedAt, retention),
 	}
@@ -122,10 +122,10 @@ func originAttrs(o Origin) map[string]types.AttributeValue {
 	return origin
 }
 
-// CutReason is reason as a quarantine item keeps it: whole up to
+// cutReason is reason as a quarantine item keeps it: whole up to
 // MaxReasonBytes; a longer one cut at a character, with a note of its full
 // size, to MaxReasonBytes in all.
-func CutReason(reason string) string {
+func cutReason(reason string) string {
 	if len(reason) <= MaxReasonBytes {
 		return reason
 	}
