@@ -25,8 +25,9 @@ import (
 // sub_index in the origin.
 //
 // The response lists, by sequence number, the records that could not be
-// stored for now (throttling, an unavailable table, the deadline): Lambda
-// sends them again. An aggregate is listed once if any of its sub-records'
+// stored for now (throttling, an unavailable table, the deadline, or a
+// source's first-of-day setup that did not finish in its share of the time,
+// setupShare): Lambda sends them again. An aggregate is listed once if any of its sub-records'
 // events was not stored, since they share its sequence number. Records that
 // are not valid events are quarantined and not listed: they are stored, and
 // sending them again would not help.

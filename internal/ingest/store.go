@@ -298,9 +298,10 @@ func (h *Handler) schedule(ctx context.Context, k schedKey, hours [24]int32) res
 }
 
 // items builds the items for units[todo], resolving the shard schedule of
-// every (stream, day) involved; idx maps each item back to its unit. Units
-// whose schedule cannot be read are left out (and so stay failed); err is the
-// first such error.
+// every (stream, day) involved (setUp); idx maps each item back to its
+// unit. Units whose schedule cannot be read, or whose setup did not finish
+// in its share of the time, are left out (and so stay failed, for the
+// caller to report); err is the first such error.
 func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []item.Item, idx []int, err error) {
 	slot := map[schedKey]int{}
 	var keys []schedKey
@@ -325,7 +326,7 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 			hours[i][e.Time.UTC().Hour()]++
 		}
 	}
-	res := h.schedules(ctx, keys, hours)
+	res := h.setUp(ctx, keys, hours)
 	now := h.now()
 	// One batch's keys and values in a few allocations, its items and
 	// their indexes sized once rather than grown by doubling.

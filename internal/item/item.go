@@ -3,11 +3,8 @@
 package item
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -131,134 +128,6 @@ func (a *Arena) values() *eventValues {
 
 func expiry(t time.Time, retention time.Duration) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Add(retention).Unix(), 10)}
-}
-
-// Origin says where a quarantined record came from: a Kinesis record
-// (StreamARN, ShardID, SequenceNumber) or an API request (RequestID).
-// SubIndex is the user record's position in a KPL aggregate, when the
-// Kinesis record was one; Index is the event's position in a JSON array,
-// when the record (or user record) held one.
-type Origin struct {
-	StreamARN      string `json:"stream_arn,omitempty"`
-	ShardID        string `json:"shard_id,omitempty"`
-	SequenceNumber string `json:"sequence_number,omitempty"`
-	RequestID      string `json:"request_id,omitempty"`
-	SubIndex       *int   `json:"sub_index,omitempty"`
-	Index          *int   `json:"index,omitempty"`
-}
-
-// key is a stable, unique name for the origin, so that quarantining the same
-// record twice (a Lambda retry) writes the same item. The sub-index is
-// marked "#s" and the index "#": neither a stream ARN nor a request id
-// holds '#', and an origin without a sub-index keeps the key it had before
-// sub-indexes existed.
-func (o Origin) key() string {
-	var k string
-	if o.SequenceNumber != "" {
-		k = "k:" + o.ShardID + ":" + o.SequenceNumber + ":" + o.StreamARN
-	} else {
-		k = "a:" + o.RequestID
-	}
-	if o.SubIndex != nil {
-		k += "#s" + strconv.Itoa(*o.SubIndex)
-	}
-	if o.Index != nil {
-		k += "#" + strconv.Itoa(*o.Index)
-	}
-	return k
-}
-
-// MaxRawBytes is the most raw bytes a quarantine item holds: what fits in a
-// 400 KB item with its other attributes. A longer record (a Kinesis record
-// may be 1 MiB) is stored gzip-compressed when that fits, and otherwise
-// truncated to this prefix with its full size recorded: the one case where
-// the quarantine cannot keep every byte, because DynamoDB cannot.
-const MaxRawBytes = 380_000
-
-// Rejected is a record that could not be ingested.
-type Rejected struct {
-	ReceivedAt time.Time
-	Reason     string
-	Raw        []byte
-	Origin     Origin
-}
-
-// Quarantine is the item of a rejected record, in the quarantine key space.
-// shards is the quarantine's shard step on the day received.
-func Quarantine(r Rejected, shards bucketing.Step, retention time.Duration) Item {
-	id := r.Origin.key()
-	pk := bucketing.Stream{Space: bucketing.Quarantine}.PK(bucketing.Day(r.ReceivedAt), bucketing.Shard(bucketing.Hash("", id), shards.Shards))
-	sk := bucketing.SortKey(r.ReceivedAt, id)
-	raw := r.Raw
-	origin := map[string]types.AttributeValue{}
-	put := func(k, v string) {
-		if v != "" {
-			origin[k] = &types.AttributeValueMemberS{Value: v}
-		}
-	}
-	put("stream_arn", r.Origin.StreamARN)
-	put("shard_id", r.Origin.ShardID)
-	put("sequence_number", r.Origin.SequenceNumber)
-	put("request_id", r.Origin.RequestID)
-	if r.Origin.SubIndex != nil {
-		origin["sub_index"] = &types.AttributeValueMemberN{Value: strconv.Itoa(*r.Origin.SubIndex)}
-	}
-	if r.Origin.Index != nil {
-		origin["index"] = &types.AttributeValueMemberN{Value: strconv.Itoa(*r.Origin.Index)}
-	}
-	attrs := map[string]types.AttributeValue{
-		schema.PK:     &types.AttributeValueMemberS{Value: pk},
-		schema.SK:     &types.AttributeValueMemberS{Value: sk},
-		schema.Reason: &types.AttributeValueMemberS{Value: r.Reason},
-		schema.Origin: &types.AttributeValueMemberM{Value: origin},
-		schema.TTL:    expiry(r.ReceivedAt, retention),
-	}
-	if len(raw) > MaxRawBytes {
-		attrs[schema.RawSize] = &types.AttributeValueMemberN{Value: strconv.Itoa(len(raw))}
-		if gz := gzipped(raw); len(gz) <= MaxRawBytes {
-			attrs[schema.RawGzip] = &types.AttributeValueMemberB{Value: gz}
-			raw = nil
-		} else {
-			raw = raw[:MaxRawBytes]
-		}
-	}
-	if raw != nil {
-		attrs[schema.Raw] = &types.AttributeValueMemberB{Value: raw}
-	}
-	return Item{PK: pk, SK: sk, Attrs: attrs}
-}
-
-func gzipped(b []byte) []byte {
-	var buf bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	w.Write(b)
-	w.Close()
-	return buf.Bytes()
-}
-
-// RawOf is the raw bytes of a quarantine item as received, and whether they
-// are whole (false when a record too large even compressed was truncated).
-func RawOf(attrs map[string]types.AttributeValue) ([]byte, bool, error) {
-	size := -1
-	if n, ok := attrs[schema.RawSize].(*types.AttributeValueMemberN); ok {
-		size, _ = strconv.Atoi(n.Value)
-	}
-	if gz, ok := attrs[schema.RawGzip].(*types.AttributeValueMemberB); ok {
-		r, err := gzip.NewReader(bytes.NewReader(gz.Value))
-		if err != nil {
-			return nil, false, fmt.Errorf("quarantine item: %w", err)
-		}
-		b, err := io.ReadAll(io.LimitReader(r, int64(max(size, 0))+1))
-		if err != nil {
-			return nil, false, fmt.Errorf("quarantine item: %w", err)
-		}
-		return b, true, nil
-	}
-	raw := []byte{}
-	if b, ok := attrs[schema.Raw].(*types.AttributeValueMemberB); ok && b.Value != nil {
-		raw = b.Value
-	}
-	return raw, size < 0 || size == len(raw), nil
 }
 
 // StoredEvent is the JSON of an event read back from an item.

@@ -3,8 +3,11 @@ package query
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"testing"
@@ -283,5 +286,37 @@ func TestQuarantineLargeBodyDoesNotBlockTheListing(t *testing.T) {
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("%s: listed %v, want %v", order, got, want)
 		}
+	}
+}
+
+// TestQuarantineShowsACutRecordsDigest: a 1 MiB record that does not
+// compress is kept cut (DynamoDB holds 400 KB an item) and listed with
+// truncated, its full size and the SHA-256 of every byte received, so an
+// operator can tell it was cut and check a copy from its origin.
+func TestQuarantineShowsACutRecordsDigest(t *testing.T) {
+	table := testddb.Table(t)
+	in := ingest.New(ingest.DefaultConfig(table), testddb.Client(t, testddb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
+	data := make([]byte, 1<<20)
+	r := rand.New(rand.NewPCG(28, 3))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	kev := events.KinesisEvent{Records: []events.KinesisEventRecord{{
+		EventSource: "aws:kinesis", EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/s", EventID: "shardId-000000000001:7",
+		Kinesis: events.KinesisRecord{Data: data, SequenceNumber: "7", ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: now.Add(-time.Minute)}},
+	}}}
+	if resp, err := in.Kinesis(loading(t), kev); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("%v %v", err, resp.BatchItemFailures)
+	}
+	_, resp := invoke(t, handlerFor(t, table, testddb.Endpoint(t)), QuarantineRoute, url.Values{})
+	var qr QuarantineResponse
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(resp.Body), &qr) != nil || len(qr.Records) != 1 {
+		t.Fatalf("%d %.300s", resp.StatusCode, resp.Body)
+	}
+	rec := qr.Records[0]
+	sum := sha256.Sum256(data)
+	if !rec.Truncated || rec.RawSize != len(data) || rec.RawSHA256 != hex.EncodeToString(sum[:]) || !bytes.HasPrefix(data, rec.Raw) || len(rec.Raw) == 0 {
+		t.Fatalf("truncated %v, raw_size %d, raw_sha256 %q, %d raw bytes: want a cut record of %d bytes and its digest",
+			rec.Truncated, rec.RawSize, rec.RawSHA256, len(rec.Raw), len(data))
 	}
 }

@@ -33,9 +33,10 @@ const MaxAnswerRawBytes = 4 << 20
 type Record struct {
 	ReceivedAt string         `json:"received_at"`
 	Reason     string         `json:"reason"`
-	Raw        []byte         `json:"raw"`                 // base64 in JSON
-	RawSize    int            `json:"raw_size,omitempty"`  // bytes received, when long
-	Truncated  bool           `json:"truncated,omitempty"` // raw holds only the first bytes (of raw_size)
+	Raw        []byte         `json:"raw"`                  // base64 in JSON
+	RawSize    int            `json:"raw_size,omitempty"`   // bytes received, when long
+	Truncated  bool           `json:"truncated,omitempty"`  // raw holds only the first bytes
+	RawSHA256  string         `json:"raw_sha256,omitempty"` // hex SHA-256 of the bytes received, when truncated
 	Origin     map[string]any `json:"origin"`
 	Replay     *Replay        `json:"replay,omitempty"` // absent until a replay marks it
 }
@@ -68,6 +69,7 @@ func record(it map[string]types.AttributeValue) Record {
 	if n, ok := it[schema.RawSize].(*types.AttributeValueMemberN); ok {
 		r.RawSize, _ = strconv.Atoi(n.Value)
 	}
+	r.RawSHA256 = str(it[schema.RawSHA256])
 	if len(r.Raw) > MaxAnswerRawBytes {
 		r.RawSize = max(r.RawSize, len(r.Raw))
 		r.Raw, r.Truncated = r.Raw[:MaxAnswerRawBytes], true

@@ -26,11 +26,12 @@ const (
 	Type    = "type"    // the event's type, for filters
 	Subject = "subject" // the event's subject, for filters; absent when the event has none
 
-	Raw     = "raw"      // quarantine: the bytes received
-	RawGzip = "raw_gz"   // quarantine: the bytes received, gzip-compressed (long records)
-	RawSize = "raw_size" // quarantine: how many bytes were received, when long
-	Reason  = "reason"   // quarantine: why the record was not ingested
-	Origin  = "origin"   // quarantine: where the record came from (a map)
+	Raw       = "raw"        // quarantine: the bytes received
+	RawGzip   = "raw_gz"     // quarantine: the bytes received, gzip-compressed (long records)
+	RawSize   = "raw_size"   // quarantine: how many bytes were received, when long
+	RawSHA256 = "raw_sha256" // quarantine: the hex SHA-256 of the bytes received, when raw holds only the first of them
+	Reason    = "reason"     // quarantine: why the record was not ingested
+	Origin    = "origin"     // quarantine: where the record came from (a map)
 
 	ReplayedAt    = "replayed_at"    // quarantine: when a replay last changed the outcome below (RFC 3339 UTC)
 	ReplayState   = "replay_state"   // quarantine: what that replay found, item.ReplayStored or item.ReplayInvalid

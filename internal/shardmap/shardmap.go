@@ -133,8 +133,9 @@ type Registry struct {
 	Config Config
 	Now    func() time.Time // defaults to time.Now
 
-	mu    sync.Mutex
-	cache map[string]cached
+	mu       sync.Mutex
+	cache    map[string]cached
+	progress map[string]progress // setups left unfinished, see Schedule
 }
 
 type cached struct {
@@ -163,7 +164,9 @@ func (r *Registry) now() time.Time {
 // the day's record exists: at midnight every source's first batch finds
 // none, and a wasted read of two small items costs less than a request's
 // wait. The caller may mark the day's hours (Hours.Mark) at the same time:
-// nothing here depends on them.
+// nothing here depends on them. A call that fails or is cut short leaves
+// what it finished (the previous day read, the catalogue entry written)
+// for the next call, which resumes there (progress).
 func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string) (bucketing.Schedule, error) {
 	key := s.MetaPK(day)
 	now := r.now()
@@ -171,21 +174,31 @@ func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string)
 	if seen && now.Sub(c.at) < CacheFor && r.keepUntil(record{sched: c.sched, expires: c.expires}, day) == c.expires {
 		return c.sched, nil
 	}
+	p := r.resume(key, now)
+	sched, err := r.schedule(ctx, s, day, seen, &p, now)
+	r.leave(key, p, err == nil)
+	return sched, err
+}
+
+// schedule is Schedule past the cache: it reads the record of s on day
+// and writes it as the configuration asks, from where p says an earlier
+// call stopped, and keeps in p what it finishes.
+func (r *Registry) schedule(ctx context.Context, s bucketing.Stream, day string, seen bool, p *progress, now time.Time) (bucketing.Schedule, error) {
+	key := s.MetaPK(day)
 	wantN, wantG := r.Config.want(s)
-	var prev *previous // the previous day, once read
-	for range 8 {      // each turn loses a race to another writer; eight is plenty
-		rec, err := r.readDay(ctx, s, day, !seen && prev == nil, &prev)
+	for range 8 { // each turn loses a race to another writer; eight is plenty
+		rec, err := r.readDay(ctx, s, day, !seen && p.prev == nil, &p.prev)
 		if err != nil {
 			return nil, err
 		}
 		first := bucketing.Step{Shards: wantN, GSIShards: wantG}
 		if rec.sched == nil && s.Space == bucketing.Events {
-			if first, err = r.start(ctx, s, day, first, &prev); err != nil {
+			if first, err = r.start(ctx, s, day, first, &p.prev); err != nil {
 				return nil, err
 			}
 		}
 		next, changed := r.update(rec, day, first, now)
-		if changed && rec.sched == nil && s.Space == bucketing.Events {
+		if changed && rec.sched == nil && s.Space == bucketing.Events && !p.listed {
 			// The first writer of the day lists the source in the day's
 			// catalogue before it creates the record: once the record
 			// exists no writer comes this way again, so the entry must
@@ -193,6 +206,7 @@ func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string)
 			if err := catalog.Record(ctx, r.Client, r.Table, s.Source, day, unixOrZero(next.expires)); err != nil {
 				return nil, err
 			}
+			p.listed = true
 		}
 		if changed {
 			err = r.write(ctx, key, next)
