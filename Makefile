@@ -54,6 +54,10 @@ FIRST := ./internal/ingest ./ops/explorer/browsertest ./internal/counts ./bench/
 # queries) run under it in the package's other tests, and
 # `go test -race ./...` still runs them all.
 #
+# The property tests of every error answer (300 requests each, every
+# answer checked against the OpenAPI document) and the filtered read over
+# 24,000 events are one reader too, and run without it for the same reason.
+#
 # The ingest package's largest simulations (overload, ramp, two sources on
 # one partition, quarantine flood, midnight, the fault mixes), and the
 # 20,000 events of TestShardSpread (77 s under the detector), run without
@@ -63,7 +67,7 @@ FIRST := ./internal/ingest ./ops/explorer/browsertest ./internal/counts ./bench/
 # they measure. The handlers' concurrent paths run under the detector in
 # the package's other tests (the throttled-source simulation, the deadline,
 # redeliveries, new sources set up in parallel).
-NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing|TestShardSpread)$$
+NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing|TestShardSpread|TestCoarseClocksAreNotHeat|TestEveryErrorAnswerFitsLambda|TestEveryQueryErrorFitsLambda|TestFilteredPagesAlwaysProgress)$$
 
 # go vet as make test runs it, and make vet.
 VET = $(GO) vet -trimpath ./...

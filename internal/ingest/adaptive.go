@@ -275,7 +275,8 @@ func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 			continue
 		}
 		cur, last := adapt.Of(shardmap.InEffect(sched, dayStart(now), now, now)), adapt.Of(sched.Last())
-		d, ok := h.decide(ctx, stream, day, policyKey(stream.Source, u, inOrder), now, cur, last)
+		since := shardmap.Raised(sched, dayStart(now), now)
+		d, ok := h.decide(ctx, stream, day, policyKey(stream.Source, u, inOrder), now, cur, last, since)
 		if !ok {
 			continue
 		}
@@ -314,11 +315,16 @@ func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 // writer sees only its share (a source spread over four Kinesis shards
 // looks a quarter as hot to each), and the others need as long as it to
 // report theirs. A failed report is logged and the decision left for a
-// later batch.
-func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key string, now time.Time, cur, last adapt.Counts) (adapt.Decision, bool) {
+// later batch. Within adapt.AfterRaise of the last raise taking effect
+// (raised, from the day's schedule), the writer does not report which
+// index refused it: what the keys took then is not their ceiling.
+func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key string, now time.Time, cur, last adapt.Counts, raised time.Time) (adapt.Decision, bool) {
 	own, ok := h.policy.Measure(key, now, cur)
 	if !ok {
 		return adapt.Decision{}, false
+	}
+	if !raised.IsZero() && now.Sub(raised) < adapt.AfterRaise {
+		own.Refused = 0
 	}
 	// A writer is a container's view of a source through one shard.
 	writerID := h.writerID
