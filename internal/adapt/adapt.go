@@ -63,12 +63,14 @@ const (
 	MeasuredOver = 1.25
 	// MeasuredSize is how much above what its keys were measured to take
 	// a raise sizes a key's ceiling: a tenth. Readings ran from 0.72 to
-	// 1.16 of the partition model's ceiling (paced writers read it low; a
+	// 1.3 of the partition model's ceiling (paced writers read it low; a
 	// window that begins in a key's burst reads it high). Sized a quarter
 	// above, the overload read 281 on keys of 250 and was raised to 3 for
 	// 720 WCU/s, 96 % of their ceiling, and its backlog drained too
-	// slowly; sized on the reading, the quarantine flood read 12 on keys
-	// of 16.7 and was raised to 5 where 2 carry it.
+	// slowly; sized on the reading, the sources sharing a partition read
+	// 130 of the 125 each gets and were raised to 3 keys where 2 carry
+	// them, and the minute the backlog drained onto the new keys was 10.7 %
+	// throttled.
 	MeasuredSize = 1.1
 	// MinOver is how much faster than it is stored a throttled source
 	// must arrive to be measured: below it the writer keeps up, and the
@@ -127,6 +129,12 @@ type Sample struct {
 	// throttling was laid on their table key, or their GSI key
 	// (writer.Result.Blame): which index refused them.
 	TableThrottled, GSIThrottled int
+	// TableHeld and GSIHeld are the items the writer's pacer held back
+	// at least once for the pace of their table key, or their GSI key
+	// (writer.Result.Held): refused by that index without a request. A
+	// pacer that has learned a key's ceiling keeps DynamoDB's throttles
+	// rare, and what it holds back is then the refusal left to see.
+	TableHeld, GSIHeld int
 	// Elsewhere is the items written under other counts (a backlog
 	// stamped before a raise, on the keys it was placed on): while it
 	// drains, what the keys in effect take of the writer is not their
@@ -252,6 +260,7 @@ func (p *Policy) Observe(source string, now time.Time, cur Counts, s Sample) {
 	}
 	if from.Before(w.start) {
 		s.Items, s.Stored, s.Throttled, s.TableThrottled, s.GSIThrottled, s.Elsewhere, s.WCU, s.GSIWCU = 0, 0, 0, 0, 0, 0, 0, 0
+		s.TableHeld, s.GSIHeld = 0, 0
 		from = now // counted under other counts: only its progress counts
 	}
 	if s.Arrived.After(w.arrived) {
@@ -281,6 +290,7 @@ func spread(s Sample, k int) []Sample {
 	for i := range parts {
 		parts[i] = Sample{Items: share(s.Items, i), Stored: share(s.Stored, i), Throttled: share(s.Throttled, i),
 			TableThrottled: share(s.TableThrottled, i), GSIThrottled: share(s.GSIThrottled, i), Elsewhere: share(s.Elsewhere, i),
+			TableHeld: share(s.TableHeld, i), GSIHeld: share(s.GSIHeld, i),
 			WCU: s.WCU / float64(k), GSIWCU: s.GSIWCU / float64(k)}
 	}
 	last := &parts[k-1]
@@ -296,6 +306,8 @@ func (s *Sample) add(o Sample) {
 	s.Throttled += o.Throttled
 	s.TableThrottled += o.TableThrottled
 	s.GSIThrottled += o.GSIThrottled
+	s.TableHeld += o.TableHeld
+	s.GSIHeld += o.GSIHeld
 	s.Elsewhere += o.Elsewhere
 	if o.Latest.After(s.Latest) {
 		s.Latest = o.Latest

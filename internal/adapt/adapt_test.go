@@ -148,7 +148,7 @@ func TestCapacityIsLearnedFromTheIndexThatRefused(t *testing.T) {
 	if sum.GSI < 700 || sum.GSI > 740 || sum.Took.GSI != 250 {
 		t.Fatalf("summed %+v, want about 720 WCU/s asked and 250 taken", sum)
 	}
-	d, ok := ps[0].ForDemand("s", t0, cur, cur, sum, 4, true)
+	d, ok := known(ps[0], 4, "s").ForDemand("s", t0, cur, cur, sum, 4, true)
 	if !ok || d.To != (Counts{4, 4}) || d.Cover != (Counts{0, 3}) {
 		t.Fatalf("decision %+v %v: want the GSI raised to 4 (720 at 70 %% of the 250 measured, sized at 275), 3 at the ceiling, the table left", d, ok)
 	}
@@ -486,6 +486,7 @@ func TestWhatKeysTookIsLearnedOnlyWhenItMeasuresThem(t *testing.T) {
 	cur := Counts{4, 1}
 	hot := shardmap.Measure{Rates: shardmap.Rates{Table: 720, GSI: 720}, Took: shardmap.Rates{Table: 250, GSI: 250}, Refused: shardmap.GSIIndex}
 	p := &Policy{}
+	known(p, 4, "s", "t")
 	if _, ok := p.ForDemand("s", t0, cur, cur, hot, 4, true); !ok {
 		t.Fatal("four writers' sum, refused by the GSI: no raise")
 	}
@@ -499,7 +500,7 @@ func TestWhatKeysTookIsLearnedOnlyWhenItMeasuresThem(t *testing.T) {
 	}
 	stalled := hot
 	stalled.Took = shardmap.Rates{Table: 40, GSI: 40}
-	if d, ok := (&Policy{}).ForDemand("u", t0, cur, cur, stalled, 4, true); ok {
+	if d, ok := known(&Policy{}, 4, "u").ForDemand("u", t0, cur, cur, stalled, 4, true); ok {
 		t.Fatalf("keys that took 40 of 720 asked were taken for their ceiling: %+v", d)
 	}
 }
@@ -541,14 +542,59 @@ func TestWhatKeysTookIsNotLearnedWhileTheyDrainOrSettle(t *testing.T) {
 // (writers that have not found the new keys' ceiling yet) is not taken
 // for their ceiling.
 func TestAMeasureUnderHalfTheLastIsNotCredible(t *testing.T) {
-	p := &Policy{}
+	p := known(&Policy{}, 3, "q")
 	first := shardmap.Measure{Rates: shardmap.Rates{Table: 34, GSI: 0}, Took: shardmap.Rates{Table: 14, GSI: 0}, Refused: shardmap.TableIndex}
 	d, ok := p.ForDemand("q", t0, Counts{1, 1}, Counts{1, 1}, first, 3, true)
 	if !ok || d.To.Shards != 4 {
-		t.Fatalf("first raise %+v %v, want 1 -> 4 on a ceiling measured at 14 (sized at 15.4)", d, ok)
+		t.Fatalf("first raise %+v %v, want 1 -> 4 on a ceiling measured at 14", d, ok)
 	}
 	later := shardmap.Measure{Rates: shardmap.Rates{Table: 33, GSI: 0}, Took: shardmap.Rates{Table: 24, GSI: 0}, Refused: shardmap.TableIndex}
 	if d, ok := p.ForDemand("q", t0.Add(5*time.Minute), Counts{4, 1}, Counts{4, 1}, later, 3, true); ok {
 		t.Fatalf("raised again on 6 a key, under half the 14 measured before: %+v", d)
+	}
+}
+
+// known is p after it summed writers' measures of each of sources a
+// minute before t0: their fleet is known, and a sum of as many at t0 may
+// measure what keys take (a fleet that grew within a window may not).
+func known(p *Policy, writers int, sources ...string) *Policy {
+	for _, s := range sources {
+		p.fleet(s, t0.Add(-time.Minute), writers)
+	}
+	return p
+}
+
+// TestAGrowingFleetDoesNotMeasureKeys: the source's writers start one by
+// one, and each reports once its window is full. While the sum still
+// gains writers, what keys took of those that reported is not their
+// ceiling: the others took their share too (the overload simulation, on a
+// sum of 2 of its 4 writers, sized its GSI to 3 keys that carried it at
+// 97 %). A window after the fleet last grew, the same sum may.
+func TestAGrowingFleetDoesNotMeasureKeys(t *testing.T) {
+	cur := Counts{4, 1}
+	two := shardmap.Measure{Rates: shardmap.Rates{Table: 363, GSI: 363}, Took: shardmap.Rates{Table: 160, GSI: 160}, Refused: shardmap.GSIIndex}
+	p := &Policy{}
+	p.fleet("s", t0.Add(-6*time.Second), 1)
+	if d, ok := p.ForDemand("s", t0, cur, cur, two, 2, true); ok {
+		t.Fatalf("a sum of 2 writers, 6 s after a sum of 1, raised: %+v", d)
+	}
+	if d, ok := p.ForDemand("s", t0.Add(p.window()), cur, cur, two, 2, true); !ok || d.To.GSIShards < 3 {
+		t.Fatalf("the same sum a window later: %+v %v, want the GSI raised on the 160 measured", d, ok)
+	}
+}
+
+// TestHeldItemsAreARefusal: once writers' pacers have learned a key's
+// ceiling, DynamoDB throttles them rarely; the items a pacer holds back for
+// an index's keys are that index refusing them, and count as throttles do.
+func TestHeldItemsAreARefusal(t *testing.T) {
+	p := &Policy{}
+	if got := p.refused(Sample{Items: 500, GSIHeld: 40}, Counts{4, 1}); got != shardmap.GSIIndex {
+		t.Fatalf("40 of 500 items held for the GSI key's pace: refused %d, want the GSI", got)
+	}
+	if got := p.refused(Sample{Items: 500, TableThrottled: 2, TableHeld: 38}, Counts{1, 4}); got != shardmap.TableIndex {
+		t.Fatalf("2 throttled and 38 held for the table key's pace: refused %d, want the table", got)
+	}
+	if got := p.refused(Sample{Items: 500, GSIHeld: 3}, Counts{4, 1}); got != 0 {
+		t.Fatalf("3 of 500 held: refused %d, want none", got)
 	}
 }

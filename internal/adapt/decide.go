@@ -48,9 +48,11 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	}
 	d := Decision{Demand: max(asked.Table, asked.GSI)}
 	// What a key takes is what it took of every writer: a sum that lacks
-	// a writer seen lately measures less.
+	// a writer seen lately measures less, and so may a sum of writers
+	// that grew a window ago or less: the source's other writers may not
+	// have filled a window to report yet.
 	refused := demand.Refused
-	if writers < p.fleet(source, now, writers) {
+	if n, grew := p.fleet(source, now, writers); writers < n || now.Sub(grew) < p.window() {
 		refused = 0
 	}
 	table := p.capacity(cur.Shards, asked.Table, demand.Took.Table, refused&shardmap.TableIndex != 0)
@@ -117,8 +119,8 @@ func (p *Policy) raise(keys, pending int, rate float64, c ceiling) (to, cover in
 	}
 	size := c.wcu
 	if c.measured {
-		// What writers took reads a key's ceiling low, or at times a
-		// little high: a raise sizes it a tenth above the reading.
+		// What writers took reads a key's ceiling low, or at times
+		// high: a raise sizes it a tenth above the reading.
 		size = min(p.keyWCU(), c.wcu*MeasuredSize)
 	}
 	cover = atCeiling(rate, size)
@@ -164,26 +166,29 @@ func (p *Policy) raised(source string, table, gsi ceiling) {
 }
 
 // fleet remembers that writers' measures of source were summed at now,
-// and returns the most summed within OfferedFor: the writers of the
-// source lately.
-func (p *Policy) fleet(source string, now time.Time, writers int) int {
+// and returns the most summed within OfferedFor, the writers of the
+// source lately, and when that many were first summed.
+func (p *Policy) fleet(source string, now time.Time, writers int) (n int, grew time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.writers == nil || len(p.writers) > 1<<16 {
 		p.writers = map[string]seen{}
 	}
 	w := p.writers[source]
-	if writers >= w.n || now.Sub(w.at) > OfferedFor {
-		w = seen{writers, now}
-		p.writers[source] = w
+	switch {
+	case writers > w.n || now.Sub(w.at) > OfferedFor:
+		w = seen{writers, now, now}
+	case writers == w.n:
+		w.at = now
 	}
-	return w.n
+	p.writers[source] = w
+	return w.n, w.grew
 }
 
-// seen is how many writers were summed, and when.
+// seen is how many writers were summed, when last, and when first.
 type seen struct {
-	n  int
-	at time.Time
+	n        int
+	at, grew time.Time
 }
 
 // rising remembers demand, the sum of writers' measures, as source's at

@@ -73,8 +73,8 @@ func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, 
 }
 
 // refused is the indexes that refused a window's sum under cur: whose
-// keys the writer's pacer blamed for enough of its throttled items to be a
-// signal. The pacer blames both keys of an item when its request sent as
+// keys the writer's pacer blamed for enough of its throttled items, or
+// held back enough items for, to be a signal. The pacer blames both keys of an item when its request sent as
 // many items to each (a paced request of one item, say); when both
 // indexes are blamed, the one blamed half as often again as the other
 // refused, else the one whose keys each carry more of the source (fewer
@@ -83,9 +83,10 @@ func (p *Policy) refused(sum Sample, cur Counts) shardmap.Indexes {
 	signal := func(n int) bool {
 		return n >= p.or(p.MinThrottled, DefaultMinThrottled) && float64(n) >= ThrottleShare*float64(sum.Items)
 	}
-	t, g := signal(sum.TableThrottled), signal(sum.GSIThrottled)
+	tn, gn := sum.TableThrottled+sum.TableHeld, sum.GSIThrottled+sum.GSIHeld
+	t, g := signal(tn), signal(gn)
 	if t && g {
-		tn, gn := float64(sum.TableThrottled), float64(sum.GSIThrottled)
+		tn, gn := float64(tn), float64(gn)
 		switch {
 		case tn >= 1.5*gn || gn < 1.5*tn && cur.Shards < cur.GSIShards:
 			g = false
@@ -206,7 +207,11 @@ func (p *Policy) over(seen []slot, sum Sample) float64 {
 	}
 	bound := func(x float64) float64 { return min(MaxOver, max(1.0/MaxOver, x)) }
 	if first != nil && last.sec-first.sec >= int64(p.slots()/2) {
-		got := last.Latest.Sub(first.Latest).Seconds()
+		// A writer that keeps up stores a record up to a poll (a second)
+		// after it arrived, so the newest arrival a slot holds lags its
+		// second by up to one: a second of slack keeps a sparse source's
+		// jitter from reading as a writer behind.
+		got := last.Latest.Sub(first.Latest).Seconds() + 1
 		if got <= 0 {
 			return MaxOver
 		}

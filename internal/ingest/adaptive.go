@@ -43,9 +43,9 @@ type watcher struct {
 	inOrder bool
 	last    time.Time // when the policy was last shown the write (or it began)
 	offered bool      // the records' arrivals have been shown
-	// stored and throttled mark the items the policy has been shown
-	// stored, and throttled.
-	stored, throttled []bool
+	// stored, throttled and held mark the items the policy has been shown
+	// stored, throttled, and held back by the pacer.
+	stored, throttled, held []bool
 }
 
 // watch is a watcher of a write of items that begins now; nil when
@@ -55,7 +55,7 @@ func (h *Handler) watch(units []unit, idx []int, items []item.Item, inOrder bool
 		return nil
 	}
 	return &watcher{h: h, units: units, idx: idx, items: items, inOrder: inOrder, last: h.now(),
-		stored: make([]bool, len(items)), throttled: make([]bool, len(items))}
+		stored: make([]bool, len(items)), throttled: make([]bool, len(items)), held: make([]bool, len(items))}
 }
 
 // observe shows the policy what res, the write so far (or, when done, all
@@ -90,6 +90,10 @@ func (w *watcher) observe(res writer.Result, done bool) {
 		if res.Throttled[n] && !w.throttled[n] {
 			w.throttled[n] = true
 			s.throttle(res.Blame[n])
+		}
+		if res.Held[n] != 0 && !w.held[n] {
+			w.held[n] = true
+			s.hold(res.Held[n])
 		}
 		switch {
 		case w.stored[n]:
@@ -201,6 +205,17 @@ func (s *seen) throttle(blame pace.Blame) {
 	}
 	if blame&pace.GSI != 0 {
 		s.sample.GSIThrottled++
+	}
+}
+
+// hold counts an item the pacer held back, for its table key's pace, its
+// GSI key's or both.
+func (s *seen) hold(by pace.Blame) {
+	if by&pace.Table != 0 {
+		s.sample.TableHeld++
+	}
+	if by&pace.GSI != 0 {
+		s.sample.GSIHeld++
 	}
 }
 

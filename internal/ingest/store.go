@@ -174,13 +174,13 @@ func writeUnknown(ctx context.Context, write writeFunc, units []unit, idx []int,
 // the result of all n: the others are Stored, at no cost.
 func widen(r writer.Result, send []int, n int) writer.Result {
 	all := writer.Result{Status: make([]writer.Status, n), Err: make([]error, n),
-		Throttled: make([]bool, n), Blame: make([]pace.Blame, n),
+		Throttled: make([]bool, n), Blame: make([]pace.Blame, n), Held: make([]pace.Blame, n),
 		Requests: r.Requests, Retried: r.Retried, Sent: r.Sent, Refused: r.Refused, WCU: r.WCU}
 	for i := range all.Status {
 		all.Status[i] = writer.Stored
 	}
 	for i, k := range send {
-		all.Status[k], all.Err[k], all.Throttled[k], all.Blame[k] = r.Status[i], r.Err[i], r.Throttled[i], r.Blame[i]
+		all.Status[k], all.Err[k], all.Throttled[k], all.Blame[k], all.Held[k] = r.Status[i], r.Err[i], r.Throttled[i], r.Blame[i], r.Held[i]
 	}
 	return all
 }

@@ -227,12 +227,22 @@ func (p *Pacer) sweep() bool {
 // none is admitted, wait is how long until the first could be. Items go in
 // the order given, so that the first of a paced key go first.
 func (p *Pacer) Admit(keys []Key, wcu []float64) (ok []bool, wait time.Duration) {
+	held, wait := p.Hold(keys, wcu)
 	ok = make([]bool, len(keys))
+	for i, b := range held {
+		ok[i] = b == None
+	}
+	return ok, wait
+}
+
+// Hold is Admit that says, of each item it holds back, which of its keys'
+// paces holds it: None for an item admitted. An item held for its table
+// key's pace was refused for the table as surely as one DynamoDB
+// throttled, without a request: adaptive sharding counts it so.
+func (p *Pacer) Hold(keys []Key, wcu []float64) (held []Blame, wait time.Duration) {
+	held = make([]Blame, len(keys))
 	if !p.Paced() {
-		for i := range ok {
-			ok[i] = true
-		}
-		return ok, 0
+		return held, 0
 	}
 	now := p.now()
 	p.mu.Lock()
@@ -246,12 +256,18 @@ func (p *Pacer) Admit(keys []Key, wcu []float64) (ok []bool, wait time.Duration)
 				l.used = now
 			}
 		}
-		w := max(p.short(lt, now), p.short(lg, now))
-		if w > 0 {
+		wt, wg := p.short(lt, now), p.short(lg, now)
+		if w := max(wt, wg); w > 0 {
 			wait = min(wait, w)
+			if wt > 0 {
+				held[i] |= Table
+			}
+			if wg > 0 {
+				held[i] |= GSI
+			}
 			continue
 		}
-		ok[i], any = true, true
+		any = true
 		for _, l := range []*limit{lt, lg} {
 			if l != nil {
 				l.tokens -= wcu[i]
@@ -261,7 +277,7 @@ func (p *Pacer) Admit(keys []Key, wcu []float64) (ok []bool, wait time.Duration)
 	if any {
 		wait = 0
 	}
-	return ok, wait
+	return held, wait
 }
 
 // live is key's limit, brought up to now, or nil when key is not paced.

@@ -263,3 +263,36 @@ func TestANewKeyOfAHotFamilyStartsPaced(t *testing.T) {
 		t.Fatalf("a key of the family throttled first starts at %.1f, want its family's %.1f", r, hot)
 	}
 }
+
+// TestHoldSaysWhichPaceHolds: an item held back is marked with the key
+// whose pace held it, table or GSI; an item admitted, or one of keys no
+// pace holds, with None. A request of 10 items to one GSI key and 10
+// table keys throttled lays its throttles on the GSI key.
+func TestHoldSaysWhichPaceHolds(t *testing.T) {
+	c := newClock()
+	p := &Pacer{Now: c.now}
+	keys := make([]Key, 10)
+	for i := range keys {
+		keys[i] = Key{Table: fmt.Sprintf("t#%d", i), GSI: "g#0"}
+	}
+	p.Throttled(c.now(), keys, trues(10))
+	c.add(100 * time.Millisecond)
+	held, _ := p.Hold(keysOf("t#1", "g#0", 400), ones(400))
+	var gsi, none int
+	for _, b := range held {
+		switch b {
+		case GSI:
+			gsi++
+		case None:
+			none++
+		default:
+			t.Fatalf("an item held for %v; want the GSI key's pace", b)
+		}
+	}
+	if gsi == 0 || none == 0 {
+		t.Fatalf("%d held for the GSI key, %d admitted: want both, what the key's pace saved up in 100 ms admitted and the rest held", gsi, none)
+	}
+	if held, _ := p.Hold(keysOf("x#0", "y#0", 5), ones(5)); held[0] != None || held[4] != None {
+		t.Fatalf("keys no pace holds: %v", held)
+	}
+}

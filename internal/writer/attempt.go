@@ -22,6 +22,7 @@ type batchResult struct {
 	err       []error
 	throttled []bool
 	blame     []pace.Blame
+	held      []pace.Blame // which key's pace held each back, at least once
 	requests  int
 	retried   int
 	sent      int
@@ -35,7 +36,7 @@ type batchResult struct {
 
 func newBatchResult(n int) batchResult {
 	return batchResult{status: make([]Status, n), err: make([]error, n), throttled: make([]bool, n),
-		blame: make([]pace.Blame, n), tried: make([]bool, n)}
+		blame: make([]pace.Blame, n), held: make([]pace.Blame, n), tried: make([]bool, n)}
 }
 
 // next is how a retry must wait.
@@ -86,7 +87,7 @@ func (w *Writer) once(ctx context.Context, items []item.Item, idx []int) batchRe
 // goes to r.left (marked Failed, with r.why), with how to wait in r.next.
 func (w *Writer) attempt(ctx context.Context, items []item.Item, idx, pending []int, r *batchResult) {
 	r.left, r.why, r.next = nil, nil, next{}
-	send, held, wait := w.admit(items, idx, pending)
+	send, held, wait := w.admit(items, idx, pending, r.held)
 	if len(send) == 0 {
 		r.left, r.why, r.next = held, errPaced, next{pace: wait}
 		r.fail(held, errPaced)
@@ -178,9 +179,9 @@ func (w *Writer) oneAttempt(o *dynamodb.Options) {
 }
 
 // admit splits the pending positions into those the pacer lets go now and
-// those it holds back; wait is how long until the first held one could go,
-// when none goes.
-func (w *Writer) admit(items []item.Item, idx, pending []int) (send, held []int, wait time.Duration) {
+// those it holds back, marking in by which key's pace held each; wait is
+// how long until the first held one could go, when none goes.
+func (w *Writer) admit(items []item.Item, idx, pending []int, by []pace.Blame) (send, held []int, wait time.Duration) {
 	if !w.Pacer.Paced() {
 		return pending, nil, 0
 	}
@@ -190,12 +191,13 @@ func (w *Writer) admit(items []item.Item, idx, pending []int) (send, held []int,
 		keys[n] = keyOfItem(items[idx[k]])
 		wcu[n] = float64(item.WriteUnits(item.Bytes(items[idx[k]].Attrs)))
 	}
-	ok, wait := w.Pacer.Admit(keys, wcu)
+	hold, wait := w.Pacer.Hold(keys, wcu)
 	for n, k := range pending {
-		if ok[n] {
+		if hold[n] == pace.None {
 			send = append(send, k)
 		} else {
 			held = append(held, k)
+			by[k] |= hold[n]
 		}
 	}
 	return send, held, wait

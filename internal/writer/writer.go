@@ -88,11 +88,14 @@ type Result struct {
 	// pacer, both.
 	Throttled []bool
 	Blame     []pace.Blame
-	Requests  int     // BatchWriteItem calls made
-	Retried   int     // items sent again after being unprocessed or throttled
-	Sent      int     // items sent, first sends and retries
-	Refused   int     // items sent and throttled: Sent - Refused were answered
-	WCU       float64 // write capacity consumed, as DynamoDB reported it
+	// Held says which of each item's keys' pace held it back at least
+	// once (pace.Pacer.Hold): refused for that index without a request.
+	Held     []pace.Blame
+	Requests int     // BatchWriteItem calls made
+	Retried  int     // items sent again after being unprocessed or throttled
+	Sent     int     // items sent, first sends and retries
+	Refused  int     // items sent and throttled: Sent - Refused were answered
+	WCU      float64 // write capacity consumed, as DynamoDB reported it
 
 	owner []int // the index whose write stands for each item's key
 }
@@ -182,7 +185,7 @@ func (w *Writer) WriteInOrderWatched(ctx context.Context, items []item.Item, eve
 // indexes of items send left to retry.
 func (w *Writer) write(ctx context.Context, items []item.Item, send func(context.Context, []item.Item, []int) batchResult) (res Result, left []int) {
 	res = Result{Status: make([]Status, len(items)), Err: make([]error, len(items)),
-		Throttled: make([]bool, len(items)), Blame: make([]pace.Blame, len(items))}
+		Throttled: make([]bool, len(items)), Blame: make([]pace.Blame, len(items)), Held: make([]pace.Blame, len(items))}
 	if len(items) == 0 {
 		return res, nil
 	}
@@ -237,6 +240,7 @@ func (r *Result) add(job []int, st batchResult) {
 		r.Status[i], r.Err[i] = st.status[k], st.err[k]
 		r.Throttled[i] = r.Throttled[i] || st.throttled[k]
 		r.Blame[i] |= st.blame[k]
+		r.Held[i] |= st.held[k]
 	}
 	r.Requests += st.requests
 	r.Retried += st.retried
@@ -248,7 +252,7 @@ func (r *Result) add(job []int, st batchResult) {
 // share gives every item the verdict of the item written for its key.
 func (r *Result) share() {
 	for i, j := range r.owner {
-		r.Status[i], r.Err[i], r.Throttled[i], r.Blame[i] = r.Status[j], r.Err[j], r.Throttled[j], r.Blame[j]
+		r.Status[i], r.Err[i], r.Throttled[i], r.Blame[i], r.Held[i] = r.Status[j], r.Err[j], r.Throttled[j], r.Blame[j], r.Held[j]
 	}
 }
 
