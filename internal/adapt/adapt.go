@@ -40,7 +40,10 @@ const (
 	// signal: one unprocessed item is a blip, not a hot key.
 	DefaultMinThrottled = 5
 	// DefaultMinItems is the fewest items in the window the policy decides
-	// on.
+	// on, or write units stored: a writer paced to 4 events a second of 12
+	// KB stores 40 items in a window, and 480 write units. Counted in
+	// items alone, it never reported, and the sum lacked its quarter of
+	// the source for a minute (the overload was sized to 3 keys so).
 	DefaultMinItems = 50
 	// DefaultHorizon is how far ahead a raise plans: the lead after which
 	// a recorded raise starts, and the minute it is rounded up by.

@@ -173,7 +173,7 @@ func (p *Policy) view(source string, now time.Time, cur Counts) (v view, ok bool
 		v.sum.add(sl.Sample)
 		v.seen = append(v.seen, sl)
 	}
-	if v.sum.Items < p.or(p.MinItems, DefaultMinItems) {
+	if least := p.or(p.MinItems, DefaultMinItems); v.sum.Items < least && v.sum.WCU < float64(least) {
 		return v, false
 	}
 	for i := 1; i < len(v.seen); i++ {
