@@ -15,6 +15,7 @@ import (
 
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/simtime"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
@@ -119,7 +120,7 @@ func chain(calls []call) int {
 func TestNewSourcesSetUpInParallel(t *testing.T) {
 	const (
 		sources = 2 * lookups
-		lag     = 150 * time.Millisecond // longer than a loaded machine delays a goroutine: overlap, not scheduling, decides the chains
+		lag     = 150 * time.Millisecond // DynamoDB's latency, on the clock
 	)
 	table := testddb.Table(t)
 	endpoint := testddb.Endpoint(t)
@@ -131,24 +132,58 @@ func TestNewSourcesSetUpInParallel(t *testing.T) {
 		}
 		return kinesisBatch(payloads...)
 	}
-	yesterday := New(DefaultConfig(table), testddb.Client(t, endpoint), Options{Now: func() time.Time { return midnight.Add(-time.Hour) }})
-	if resp, err := yesterday.Kinesis(context.Background(), batch(midnight.Add(-2*time.Hour))); err != nil || len(resp.BatchItemFailures) > 0 {
-		t.Fatalf("yesterday: %v %v", resp, err)
-	}
+	// On a virtual clock (testkit/simtime): requests sent together start
+	// at the same instant and each takes exactly lag, however busy the
+	// machine, so overlap says what the code waits for, never how the
+	// goroutines happened to be scheduled.
+	simtime.Run(t, midnight.Add(-time.Hour), func(t *testing.T, clk *simtime.Clock) {
+		yesterday := New(DefaultConfig(table), clk.Client(endpoint, 0), Options{Now: clk.Now})
+		if resp, err := yesterday.Kinesis(context.Background(), batch(midnight.Add(-2*time.Hour))); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("yesterday: %v %v", resp, err)
+		}
+		time.Sleep(time.Hour + time.Second)
 
-	tc := &traced{c: testddb.Client(t, endpoint), lag: lag}
-	h := New(DefaultConfig(table), tc, Options{Now: func() time.Time { return midnight.Add(time.Second) }})
-	began := time.Now()
-	resp, err := h.Kinesis(context.Background(), batch(midnight))
-	took := time.Since(began)
-	if err != nil || len(resp.BatchItemFailures) > 0 {
-		t.Fatalf("today: %v %v", resp, err)
-	}
+		tc := &traced{c: clk.Client(endpoint, 0), lag: lag}
+		h := New(DefaultConfig(table), tc, Options{Now: clk.Now})
+		began := time.Now()
+		resp, err := h.Kinesis(context.Background(), batch(midnight))
+		took := time.Since(began)
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("today: %v %v", resp, err)
+		}
+		checkSetUp(t, tc.calls, sources)
+		bookkeeping := 0
+		for _, c := range tc.calls {
+			if c.op != "BatchWriteItem" {
+				bookkeeping++
+			}
+		}
+		t.Logf("%d new sources set up with %d requests, %.1f a source, in %v of the clock, up to %d at once (%v for each request)",
+			sources, bookkeeping, float64(bookkeeping)/sources, took, inFlightOf(tc.calls), lag)
+	})
+}
 
+// inFlightOf is inFlight of calls' bookkeeping (all but event writes).
+func inFlightOf(calls []call) int {
+	var bookkeeping []call
+	for _, c := range calls {
+		if c.op != "BatchWriteItem" {
+			bookkeeping = append(bookkeeping, c)
+		}
+	}
+	return inFlight(bookkeeping)
+}
+
+// checkSetUp checks the requests of a first batch of the day from new
+// sources: six for each, at most three waiting on one another, in the
+// order the invariants need, all before the first event write, and up to
+// lookups sources at once.
+func checkSetUp(t *testing.T, calls []call, sources int) {
+	t.Helper()
 	bySource := map[string][]call{}
 	var bookkeeping []call
 	firstWrite := time.Time{}
-	for _, c := range tc.calls {
+	for _, c := range calls {
 		if c.op == "BatchWriteItem" {
 			if firstWrite.IsZero() || c.start.Before(firstWrite) {
 				firstWrite = c.start
@@ -190,8 +225,6 @@ func TestNewSourcesSetUpInParallel(t *testing.T) {
 	if n := inFlight(bookkeeping); n <= 16 {
 		t.Errorf("at most %d sources were set up at once, want up to %d", n, lookups)
 	}
-	t.Logf("%d new sources set up with %d requests, %.1f a source, in %v, up to %d at once (DynamoDB Local, %v added to each request)",
-		sources, len(bookkeeping), float64(len(bookkeeping))/sources, took.Round(time.Millisecond), inFlight(bookkeeping), lag)
 }
 
 // inFlight is the most sources that had a request under way at once.
