@@ -351,18 +351,21 @@ func refreshes(g SourceGroup, c int) float64 {
 }
 
 // usage scales what the run measured to a million events. Per-event line
-// items scale by the events their function saw; the hour marks by the
-// (container, source) pairs a steady hour has (touches), the shard records
-// and catalogue by the sources a day has; see docs/cost.md.
+// items scale by the events their function saw; the hour marks' writes by
+// the sources a steady hour has (the first container to meet a source's
+// hour marks it; the others read the index and find it), their reads by
+// the (container, source) pairs it has (touches), the shard records and
+// catalogue by the sources a day has; see docs/cost.md.
 func (s *sim) usage(m CostMeasured) Usage {
 	const million = 1e6
 	rate := s.w.Rate()
 	perEvent := func(x float64, n int) float64 { return x / float64(max(1, n)) * million }
 	hours := million / (rate * 3600) // hours a million events take
 	days := hours / 24
-	var hourTouches, dayTouches, refreshRRU float64
+	var hourTouches, sourceHours, dayTouches, refreshRRU float64
 	for _, g := range s.w.Groups {
 		hourTouches += touches(g, m.Containers, time.Hour)
+		sourceHours += touches(g, 1, time.Hour)
 		dayTouches += touches(g, m.Containers, 24*time.Hour)
 		refreshRRU += refreshes(g, m.Containers) * 1 // a strongly consistent read of a small item
 	}
@@ -370,12 +373,12 @@ func (s *sim) usage(m CostMeasured) Usage {
 	u := Usage{
 		EventWRU:       perEvent(m.EventWRU, m.Events),
 		GSIWRU:         perEvent(m.GSIWRU, m.Events),
-		HourMarkWRU:    m.HourMarks.WRU / pairs * hourTouches * hours,
+		HourMarkWRU:    m.HourMarks.WRU / sources * sourceHours * hours,
 		ShardRecordWRU: m.ShardRecords.WRU / sources * float64(s.w.Sources()) * days,
 		CatalogueWRU:   m.Catalogue.WRU / sources * float64(s.w.Sources()) * days,
 		DemandWRU:      perEvent(m.Demand.WRU, m.Events),
 		CounterWRU:     perEvent(m.Counter.WRU, m.CounterEvents),
-		BookkeepingRRU: (m.HourMarks.RRU+m.ShardRecords.RRU)/pairs*dayTouches*days + refreshRRU*hours +
+		BookkeepingRRU: m.HourMarks.RRU/pairs*hourTouches*hours + m.ShardRecords.RRU/pairs*dayTouches*days + refreshRRU*hours +
 			perEvent(m.Counter.RRU, m.CounterEvents),
 		StreamRecords: 2 * million,
 		TableGBMonth:  perEvent(float64(m.EventItemBytes), m.Events) / gib * retentionDays * 24 / hoursPerMonth,

@@ -111,9 +111,10 @@ func chain(calls []call) int {
 }
 
 // TestNewSourcesSetUpInParallel: the first batch of a day from sources
-// that wrote yesterday, as at midnight. Each new (source, day) costs six
+// that wrote yesterday, as at midnight. Each new (source, day) costs seven
 // small requests of which at most three wait for one another (the reads,
-// the catalogue entry, the shard record; the hour mark beside them), the
+// the catalogue entry, the shard record; the hour index's read and mark
+// beside them), the
 // sources are set up lookups at a time, and every invariant of the order
 // holds: the catalogue entry before the record, and the record and the
 // hour marker before any event.
@@ -175,7 +176,7 @@ func inFlightOf(calls []call) int {
 }
 
 // checkSetUp checks the requests of a first batch of the day from new
-// sources: six for each, at most three waiting on one another, in the
+// sources: seven for each, at most three waiting on one another, in the
 // order the invariants need, all before the first event write, and up to
 // lookups sources at once.
 func checkSetUp(t *testing.T, calls []call, sources int) {
@@ -211,8 +212,8 @@ func checkSetUp(t *testing.T, calls []call, sources int) {
 				rec = c
 			}
 		}
-		if ops["GetItem"] != 3 || ops["catalogue PutItem"] != 1 || ops["PutItem"] != 1 || ops["UpdateItem"] != 1 {
-			t.Errorf("%s: requests %v, want 3 GetItem, a catalogue PutItem, a PutItem, an UpdateItem", src, ops)
+		if ops["GetItem"] != 4 || ops["catalogue PutItem"] != 1 || ops["PutItem"] != 1 || ops["UpdateItem"] != 1 {
+			t.Errorf("%s: requests %v, want 4 GetItem (3 for the record, the hour index before its mark), a catalogue PutItem, a PutItem, an UpdateItem", src, ops)
 		}
 		if rec.start.Before(catalogue.end) {
 			t.Errorf("%s: the shard record was written before its catalogue entry", src)

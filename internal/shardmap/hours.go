@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +32,13 @@ type HoursAPI interface {
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
+// HoursReadAPI is the part of the DynamoDB client Hours uses: it reads an
+// hour index before it marks it.
+type HoursReadAPI interface {
+	HoursAPI
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
 // HoursKey is the key of the hour index of stream on day: the shard
 // record's partition, sort key "hours". Its "hrs" number set holds the UTC
 // hours (0–23) in which an event of the day was written; a reader walks only
@@ -42,11 +50,19 @@ func HoursKey(s bucketing.Stream, day string) map[string]types.AttributeValue {
 	}
 }
 
-// Hours marks, before a writer stores events, the hours they fall in. Each
-// (stream, day, hour) costs one UpdateItem per container: adding to a set is
-// idempotent, and a container remembers what it marked. A marker is written
-// before the first event of its hour, so a reader that finds no marker for
-// an hour may skip it.
+// Hours marks, before a writer stores events, the hours they fall in. A
+// marker is written before the first event of its hour, so a reader that
+// finds no marker for an hour may skip it. Adding to a set is idempotent,
+// and a container remembers what it marked or found marked.
+//
+// A container reads the index (an eventually consistent GetItem, half a
+// read unit) before it marks an hour, and writes only the hours it does not
+// find: a (stream, day, hour) costs one write for the fleet, or a few when
+// containers meet it at once, and a read per container. A read costs a
+// tenth of the write it saves (issue 29: with a write per container, a
+// quiet source spread over 64 Kinesis shards paid a mark for every few of
+// its events). A stale read only misses a mark, and then the container
+// writes it again; it never shows one that is not there.
 //
 // A source that every container writes would have every container mark
 // its next hour in that hour's first second: at the scale shardline claims
@@ -55,7 +71,7 @@ func HoursKey(s bucketing.Stream, day string) map[string]types.AttributeValue {
 // next hour ahead of time (Ahead), at a moment of its own in the hour's
 // last AheadFor, and the fleet's marks of the source spread over it.
 type Hours struct {
-	Client    HoursAPI
+	Client    HoursReadAPI
 	Table     string
 	Retention time.Duration // the index of a day lives as long as its events
 
@@ -84,10 +100,12 @@ const maxMarked = 1 << 16
 // each UTC hour h (0 for 00:00–01:00) where counts[h] > 0.
 //
 // Beside each hour it adds a hint: how many events the writer knew of when
-// it marked the hour. Each container adds its first batch's count once, so
-// the hint is a lower bound of the hour's events (writes may still fail),
-// near the truth for a quiet hour and far above one for a busy one: enough
-// for a reader to price a page, never to decide what it returns.
+// it marked the hour. The containers that mark an hour (the first to meet
+// it, and any that read the index before its mark showed) add their first
+// batch's count, so the hint is a lower bound of the hour's events (writes
+// may still fail), near the truth for a quiet hour and far below it for a
+// busy one: enough for a reader to price a page, never to decide what it
+// returns.
 func (h *Hours) Mark(ctx context.Context, s bucketing.Stream, day string, counts [24]int32) error {
 	var hours uint32
 	for hr, n := range counts {
@@ -99,6 +117,14 @@ func (h *Hours) Mark(ctx context.Context, s bucketing.Stream, day string, counts
 	todo := h.unmarked(s, day, hours)
 	if len(todo) == 0 {
 		return nil
+	}
+	var from time.Time // the TTL's: the day's end and a day, plus the retention
+	if d, err := time.Parse(bucketing.DayLayout, day); err == nil {
+		from = d.Add(2 * 24 * time.Hour)
+	}
+	todo, err := h.notMarked(ctx, s, day, todo, from)
+	if err != nil || len(todo) == 0 {
+		return err
 	}
 	set := make([]string, len(todo))
 	names := map[string]string{"#h": schema.Hours}
@@ -112,10 +138,6 @@ func (h *Hours) Mark(ctx context.Context, s bucketing.Stream, day string, counts
 		adds = append(adds, "#n"+k+" :n"+k)
 	}
 	values[":h"] = &types.AttributeValueMemberNS{Value: set}
-	var from time.Time // the TTL's: the day's end and a day, plus the retention
-	if d, err := time.Parse(bucketing.DayLayout, day); err == nil {
-		from = d.Add(2 * 24 * time.Hour)
-	}
 	if err := h.write(ctx, HoursKey(s, day), strings.Join(adds, ", "), names, values, from); err != nil {
 		return fmt.Errorf("mark hours %v of %s: %w", todo, s.MetaPK(day), err)
 	}
@@ -140,13 +162,56 @@ func (h *Hours) Ahead(ctx context.Context, s bucketing.Stream, now time.Time) er
 		return nil
 	}
 	day, hr := bucketing.Day(next), next.Hour()
+	from := next.Truncate(24 * time.Hour).Add(2 * 24 * time.Hour)
+	if todo, err := h.notMarked(ctx, s, day, []int{hr}, from); err != nil || len(todo) == 0 {
+		return err
+	}
 	names := map[string]string{"#h": schema.Hours}
 	values := map[string]types.AttributeValue{":h": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(hr)}}}
-	if err := h.write(ctx, HoursKey(s, day), "#h :h", names, values, next.Truncate(24*time.Hour).Add(2*24*time.Hour)); err != nil {
+	if err := h.write(ctx, HoursKey(s, day), "#h :h", names, values, from); err != nil {
 		return fmt.Errorf("mark hour %d of %s ahead: %w", hr, s.MetaPK(day), err)
 	}
 	h.remember(s, day, []int{hr})
 	return nil
+}
+
+// notMarked is those of hours that the hour index of (s, day) does not
+// hold yet, as an eventually consistent read finds it; it remembers the
+// others as marked. An index whose TTL is earlier than this container's
+// (from plus its retention) counts as holding none: the write must lengthen
+// it, or readers would skip hours whose events outlive it.
+func (h *Hours) notMarked(ctx context.Context, s bucketing.Stream, day string, hours []int, from time.Time) ([]int, error) {
+	out, err := h.Client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(h.Table), Key: HoursKey(s, day),
+		ProjectionExpression:     aws.String("#h, #e"),
+		ExpressionAttributeNames: map[string]string{"#h": schema.Hours, "#e": schema.TTL},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read hour index %s: %w", s.MetaPK(day), err)
+	}
+	if out.Item == nil {
+		return hours, nil
+	}
+	if e, ok := out.Item[schema.TTL].(*types.AttributeValueMemberN); ok && h.Retention > 0 && !from.IsZero() {
+		if ttl, err := strconv.ParseInt(e.Value, 10, 64); err != nil || ttl < from.Add(h.Retention).Unix() {
+			return hours, nil
+		}
+	}
+	have, err := DecodeHours(out.Item)
+	if err != nil {
+		return hours, nil // written again, whole
+	}
+	var found []int
+	var todo []int
+	for _, hr := range hours {
+		if slices.Contains(have, hr) {
+			found = append(found, hr)
+		} else {
+			todo = append(todo, hr)
+		}
+	}
+	h.remember(s, day, found)
+	return todo, nil
 }
 
 // write adds adds (an ADD clause's items) to the hour index at key, and
