@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -56,6 +57,25 @@ func TestArchiveQuery(t *testing.T) {
 		code, out, errs := sh(c.args...)
 		if code != 1 || out != "" || !strings.Contains(errs, c.err) {
 			t.Errorf("shardline %q: code %d, out %q, err %q; want %q", c.args, code, out, errs, c.err)
+		}
+	}
+}
+
+// TestArchiveDocShowsTheQuery: docs/archive.md shows exactly what
+// "shardline archive query" prints for its example, so that the doc's
+// query and bucket cannot drift from the code's.
+func TestArchiveDocShowsTheQuery(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/archive.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"archive", "query", "-source", "orders", "-from", "2026-10-01", "-to", "2026-10-31"},
+		{"archive", "query", "-source", "orders", "-from", "2026-10-01", "-to", "2026-10-31", "-counts"},
+	} {
+		_, out, errs := sh(args...)
+		if out == "" || !strings.Contains(string(doc), out) {
+			t.Errorf("docs/archive.md does not show what shardline %s prints (%s):\n%s", strings.Join(args, " "), errs, out)
 		}
 	}
 }

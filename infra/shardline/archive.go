@@ -47,7 +47,7 @@ const (
 
 // archive deploys the archive when Props.Archive is on: the bucket and its
 // access-log bucket, the function on the table's stream, the Glue database
-// and table Athena reads through, and a managed policy for its readers.
+// and tables Athena reads through, and a managed policy for its readers.
 func (pl *Pipeline) archive(c constructs.Construct, p Props) {
 	if !*p.Archive {
 		return
