@@ -140,7 +140,7 @@ func archiveSQL(a *archiveFlags) string {
 	fmt.Fprintf(&b, "-- %s of source %s %s (UTC), each event once.\n", what, strconv.Quote(a.source), span)
 	fmt.Fprintf(&b, "-- Its bucket is %d (crc32(to_utf8(source)) %% %d): Athena reads %sbucket=%s/day=<day>/ of the archive bucket.\n",
 		bucket, archive.Buckets, archive.LayoutPrefix, archive.BucketPartition(bucket))
-	v2 := fmt.Sprintf("%s.%s\n  WHERE bucket = %d AND %s AND source = %s", a.db, "events", bucket, days, sqlString(a.source))
+	v2 := fmt.Sprintf("%s.%s\n  WHERE bucket = %d AND %s AND source = %s", a.db, archive.Table, bucket, days, sqlString(a.source))
 	from := v2
 	if a.v1 {
 		fmt.Fprintf(&b, "-- With events_v1, the layout before: %ssrc=%s/day=<day>/.\n", archive.Prefix, archive.SourcePartition(a.source))
@@ -148,7 +148,7 @@ func archiveSQL(a *archiveFlags) string {
 		from = "(\n" +
 			"    SELECT " + cols + " FROM " + strings.ReplaceAll(v2, "\n  WHERE", " WHERE") + "\n" +
 			"    UNION ALL\n" +
-			"    SELECT " + cols + " FROM " + a.db + ".events_v1 WHERE src = " + sqlString(archive.SourcePartition(a.source)) + " AND " + days + " AND source = " + sqlString(a.source) + "\n" +
+			"    SELECT " + cols + " FROM " + a.db + "." + archive.V1Table + " WHERE src = " + sqlString(archive.SourcePartition(a.source)) + " AND " + days + " AND source = " + sqlString(a.source) + "\n" +
 			"  )"
 	}
 	if a.counts {

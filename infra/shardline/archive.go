@@ -38,11 +38,11 @@ const (
 	ArchiveNoncurrentDays = 30
 	// ArchiveTable is the Glue table of the archive's layout v2, partitioned
 	// by the source's bucket and the day.
-	ArchiveTable = "events"
+	ArchiveTable = archive.Table
 	// ArchiveV1Table is the Glue table of the layout v1 (one partition per
 	// source and day), which the archive wrote before: its objects stay
 	// where they are, readable through it.
-	ArchiveV1Table = "events_v1"
+	ArchiveV1Table = archive.V1Table
 )
 
 // archive deploys the archive when Props.Archive is on: the bucket and its

@@ -43,6 +43,13 @@ func BucketPartition(b int) string {
 	return s
 }
 
+// The Glue tables the stack declares over the two layouts, which the
+// command line's queries name.
+const (
+	Table   = "events"    // the layout v2, by bucket and day
+	V1Table = "events_v1" // the layout v1, by source and day
+)
+
 // DayLayout spells the day partition, a UTC date.
 const DayLayout = "2006-01-02"
 
