@@ -8,6 +8,8 @@
 //	shardline quarantine list|replay
 //	                  list quarantined records; replay them under the current rules
 //	shardline redrive re-process the stream batches Lambda gave up on
+//	shardline archive query
+//	                  print the Athena query of a source's archived days
 //	shardline send    send events to a Kinesis stream or the HTTP API
 //	shardline query   page a source's events out of the API as NDJSON
 //	shardline tail    print a source's newest events, and follow them (-f)
@@ -43,6 +45,7 @@ var commands = []command{
 	{"bench", "measure ingest, queries and cold start against the naive design", bench},
 	{"quarantine", "list quarantined records, or replay them under the current rules", quarantine},
 	{"redrive", "re-process the stream batches Lambda gave up on, from the on-failure bucket", redriveCmd},
+	{"archive", "print the Athena query of a source's archived events over UTC days (archive query)", archiveCmd},
 	{"send", "send events from files or stdin to a Kinesis stream or the HTTP API", sendCmd},
 	{"query", "page a source's events out of GET /v1/events as NDJSON", queryCmd},
 	{"tail", "print a source's newest events; with -f, follow it as tail -f does", tailCmd},

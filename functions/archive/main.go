@@ -1,6 +1,6 @@
 // Command archive is shardline's archive Lambda function: triggered by the
 // events table's stream, it writes every stored event to the archive bucket
-// as gzip JSON lines, partitioned by source and UTC day, for Athena. All
+// as gzip JSON lines, partitioned by bucket of sources and UTC day, for Athena. All
 // logic lives in internal/archive; this file wires configuration from the
 // environment (see archive.EnvVars) and starts the Lambda runtime.
 package main

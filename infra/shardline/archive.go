@@ -2,6 +2,7 @@ package shardline
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -35,13 +36,18 @@ const (
 	ArchiveTierDays = 30
 	// ArchiveNoncurrentDays keeps an overwritten object's old version.
 	ArchiveNoncurrentDays = 30
-	// ArchiveTable is the Glue table's name.
-	ArchiveTable = "events"
+	// ArchiveTable is the Glue table of the archive's layout v2, partitioned
+	// by the source's bucket and the day.
+	ArchiveTable = archive.Table
+	// ArchiveV1Table is the Glue table of the layout v1 (one partition per
+	// source and day), which the archive wrote before: its objects stay
+	// where they are, readable through it.
+	ArchiveV1Table = archive.V1Table
 )
 
 // archive deploys the archive when Props.Archive is on: the bucket and its
 // access-log bucket, the function on the table's stream, the Glue database
-// and table Athena reads through, and a managed policy for its readers.
+// and tables Athena reads through, and a managed policy for its readers.
 func (pl *Pipeline) archive(c constructs.Construct, p Props) {
 	if !*p.Archive {
 		return
@@ -56,8 +62,8 @@ func (pl *Pipeline) archive(c constructs.Construct, p Props) {
 	pl.ArchiveReaders = archiveReaders(store, pl.ArchiveBucket, database)
 
 	stack := awscdk.Stack_Of(c)
-	awscdk.NewCfnOutput(stack, jsii.String("ArchiveBucket"), &awscdk.CfnOutputProps{Value: pl.ArchiveBucket.BucketName(), Description: jsii.String("S3 bucket of archived events (events/src=<source>/day=<YYYY-MM-DD>/)")})
-	awscdk.NewCfnOutput(stack, jsii.String("ArchiveDatabase"), &awscdk.CfnOutputProps{Value: jsii.String(database), Description: jsii.String("Glue database of the archive's Athena table " + ArchiveTable)})
+	awscdk.NewCfnOutput(stack, jsii.String("ArchiveBucket"), &awscdk.CfnOutputProps{Value: pl.ArchiveBucket.BucketName(), Description: jsii.String("S3 bucket of archived events (events/v2/bucket=<NN>/day=<YYYY-MM-DD>/, NN = crc32(source) % 32; shardline archive query prints a source's query)")})
+	awscdk.NewCfnOutput(stack, jsii.String("ArchiveDatabase"), &awscdk.CfnOutputProps{Value: jsii.String(database), Description: jsii.String("Glue database of the archive's Athena tables " + ArchiveTable + " (and " + ArchiveV1Table + ", the layout before)")})
 	awscdk.NewCfnOutput(stack, jsii.String("ArchiveReaderPolicyArn"), &awscdk.CfnOutputProps{Value: pl.ArchiveReaders.ManagedPolicyArn(), Description: jsii.String("managed policy to attach to whoever may read the archive")})
 }
 
@@ -149,11 +155,12 @@ func (pl *Pipeline) archiveFunction(c constructs.Construct, p Props) {
 	}}, jsii.Bool(true))
 }
 
-// glueTable declares the Glue database and the table Athena reads the
-// archive through, and returns the database's name. Partition projection
-// on src (injected: a query names its source) and day (a date) finds the
-// partitions from their paths, so no crawler or MSCK REPAIR is needed and a
-// late event's object is found in its old day at once.
+// glueTable declares the Glue database and the tables Athena reads the
+// archive through, and returns the database's name: events over the
+// layout v2 and events_v1 over the objects the layout v1 wrote. Partition
+// projection finds the partitions from their paths, so no crawler or MSCK
+// REPAIR is needed and a late event's object is found in its old day at
+// once.
 func (pl *Pipeline) glueTable(scope constructs.Construct) string {
 	stack := awscdk.Stack_Of(scope)
 	name := glueName(*stack.StackName()) + "_archive"
@@ -163,48 +170,83 @@ func (pl *Pipeline) glueTable(scope constructs.Construct) string {
 			Name: jsii.String(name), Description: jsii.String("shardline's archive of stored events (docs/archive.md)"),
 		},
 	})
-	bucket := *pl.ArchiveBucket.BucketName()
-	str := func(n string) *awsglue.CfnTable_ColumnProperty {
-		return &awsglue.CfnTable_ColumnProperty{Name: jsii.String(n), Type: jsii.String("string")}
+	root := "s3://" + *pl.ArchiveBucket.BucketName() + "/"
+	day := map[string]interface{}{
+		"projection.day.type":          "date",
+		"projection.day.format":        "yyyy-MM-dd",
+		"projection.day.range":         "2000-01-01,NOW+1DAYS",
+		"projection.day.interval":      "1",
+		"projection.day.interval.unit": "DAYS",
 	}
+	// bucket is an integer of two digits, 00 to 31: a query that names it
+	// reads one bucket; one that does not reads them all, still correct.
+	v2 := map[string]interface{}{
+		"projection.bucket.type":    "integer",
+		"projection.bucket.range":   "0," + strconv.Itoa(archive.Buckets-1),
+		"projection.bucket.digits":  "2",
+		"storage.location.template": root + archive.LayoutPrefix + "bucket=${bucket}/day=${day}/",
+	}
+	// src is injected: a query of the layout v1 must name its source.
+	v1 := map[string]interface{}{
+		"projection.src.type":       "injected",
+		"storage.location.template": root + archive.V1Template,
+	}
+	for k, v := range day {
+		v1[k], v2[k] = v, v
+	}
+	tables := []struct {
+		id, name, description, location string
+		partitions                      []*awsglue.CfnTable_ColumnProperty
+		params                          map[string]interface{}
+	}{
+		{"Table", ArchiveTable, "every stored event, one row per change (INSERT, MODIFY), by bucket (crc32(to_utf8(source)) % 32) and day; keep each event's row with the largest seq",
+			root + archive.LayoutPrefix, []*awsglue.CfnTable_ColumnProperty{column("bucket", "int"), column("day", "string")}, v2},
+		{"TableV1", ArchiveV1Table, "the events archived before the layout by bucket, by source (src) and day; one row per change, keep each event's row with the largest seq",
+			root + archive.Prefix, []*awsglue.CfnTable_ColumnProperty{column("src", "string"), column("day", "string")}, v1},
+	}
+	for _, t := range tables {
+		table := awsglue.NewCfnTable(scope, jsii.String(t.id), &awsglue.CfnTableProps{
+			CatalogId:    stack.Account(),
+			DatabaseName: jsii.String(name),
+			TableInput:   jsonLinesTable(t.name, t.description, t.location, t.partitions, t.params),
+		})
+		table.AddDependency(db)
+	}
+	return name
+}
+
+// column is a Glue column of type typ.
+func column(name, typ string) *awsglue.CfnTable_ColumnProperty {
+	return &awsglue.CfnTable_ColumnProperty{Name: jsii.String(name), Type: jsii.String(typ)}
+}
+
+// jsonLinesTable is an external table of archive.Line's gzip JSON lines at
+// location, partitioned as partitions, with projection params.
+func jsonLinesTable(name, description, location string, partitions []*awsglue.CfnTable_ColumnProperty, params map[string]interface{}) *awsglue.CfnTable_TableInputProperty {
 	var columns []*awsglue.CfnTable_ColumnProperty
 	for _, c := range ArchiveColumns() {
-		columns = append(columns, str(c))
+		columns = append(columns, column(c, "string"))
 	}
-	table := awsglue.NewCfnTable(scope, jsii.String("Table"), &awsglue.CfnTableProps{
-		CatalogId:    stack.Account(),
-		DatabaseName: jsii.String(name),
-		TableInput: &awsglue.CfnTable_TableInputProperty{
-			Name:          jsii.String(ArchiveTable),
-			Description:   jsii.String("every stored event, one row per change (INSERT, MODIFY); keep each event's row with the largest seq"),
-			TableType:     jsii.String("EXTERNAL_TABLE"),
-			PartitionKeys: &[]interface{}{str("src"), str("day")},
-			Parameters: &map[string]interface{}{
-				"classification":               "json",
-				"compressionType":              "gzip",
-				"projection.enabled":           "true",
-				"projection.src.type":          "injected",
-				"projection.day.type":          "date",
-				"projection.day.format":        "yyyy-MM-dd",
-				"projection.day.range":         "2000-01-01,NOW+1DAYS",
-				"projection.day.interval":      "1",
-				"projection.day.interval.unit": "DAYS",
-				"storage.location.template":    "s3://" + bucket + "/" + archive.Prefix + "src=${src}/day=${day}/",
-			},
-			StorageDescriptor: &awsglue.CfnTable_StorageDescriptorProperty{
-				Columns:      &columns,
-				Location:     jsii.String("s3://" + bucket + "/" + archive.Prefix),
-				InputFormat:  jsii.String("org.apache.hadoop.mapred.TextInputFormat"),
-				OutputFormat: jsii.String("org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"),
-				Compressed:   jsii.Bool(true),
-				SerdeInfo: &awsglue.CfnTable_SerdeInfoProperty{
-					SerializationLibrary: jsii.String("org.openx.data.jsonserde.JsonSerDe"),
-				},
+	params["classification"] = "json"
+	params["compressionType"] = "gzip"
+	params["projection.enabled"] = "true"
+	return &awsglue.CfnTable_TableInputProperty{
+		Name:          jsii.String(name),
+		Description:   jsii.String(description),
+		TableType:     jsii.String("EXTERNAL_TABLE"),
+		PartitionKeys: &partitions,
+		Parameters:    &params,
+		StorageDescriptor: &awsglue.CfnTable_StorageDescriptorProperty{
+			Columns:      &columns,
+			Location:     jsii.String(location),
+			InputFormat:  jsii.String("org.apache.hadoop.mapred.TextInputFormat"),
+			OutputFormat: jsii.String("org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"),
+			Compressed:   jsii.Bool(true),
+			SerdeInfo: &awsglue.CfnTable_SerdeInfoProperty{
+				SerializationLibrary: jsii.String("org.openx.data.jsonserde.JsonSerDe"),
 			},
 		},
-	})
-	table.AddDependency(db)
-	return name
+	}
 }
 
 // ArchiveColumns are the Glue table's columns: the JSON names of
@@ -233,8 +275,8 @@ func glueName(s string) string {
 }
 
 // archiveReaders is the managed policy that lets a principal query the
-// archive with Athena: read the events prefix and the Glue table, nothing
-// else. Athena's own permissions and a query-results location are the
+// archive with Athena: read the events prefix and the Glue tables (both
+// layouts'), nothing else. Athena's own permissions and a query-results location are the
 // reader's account's.
 func archiveReaders(scope constructs.Construct, bucket awss3.Bucket, database string) awsiam.ManagedPolicy {
 	stack := awscdk.Stack_Of(scope)
@@ -259,7 +301,8 @@ func archiveReaders(scope constructs.Construct, bucket awss3.Bucket, database st
 			}),
 			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Sid: jsii.String("ReadArchiveTable"), Actions: jsii.Strings("glue:GetDatabase", "glue:GetTable", "glue:GetPartition", "glue:GetPartitions"),
-				Resources: &[]*string{glue("catalog"), glue("database/" + database), glue("table/" + database + "/" + ArchiveTable)},
+				Resources: &[]*string{glue("catalog"), glue("database/" + database), glue("table/" + database + "/" + ArchiveTable),
+					glue("table/" + database + "/" + ArchiveV1Table)},
 			}),
 		},
 	})

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardline/shardline/internal/archive"
 )
@@ -177,8 +178,56 @@ func TestArchiveIAMIsLeastPrivilege(t *testing.T) {
 			if string(res) == `"*"` {
 				t.Errorf("readers may %s on every resource", a)
 			}
+			if a == "glue:GetTable" && (!strings.Contains(string(res), `table/s_archive/`+ArchiveTable+`"`) || !strings.Contains(string(res), `table/s_archive/`+ArchiveV1Table+`"`)) {
+				t.Errorf("readers read the Glue tables %s, not both %s and %s", res, ArchiveTable, ArchiveV1Table)
+			}
 		}
 	}
+	if !strings.HasPrefix(archive.LayoutPrefix, archive.Prefix) || !strings.HasPrefix(archive.V1Template, archive.Prefix) {
+		t.Errorf("the layouts %s and %s are not both under %s, which the grants and the lifecycle rule cover", archive.LayoutPrefix, archive.V1Template, archive.Prefix)
+	}
+}
+
+// glueTables is the Glue tables' inputs by name, each with its database
+// under "database".
+func (s synth) glueTables(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, r := range s.resources("AWS::Glue::Table") {
+		in := props(r)["TableInput"].(map[string]any)
+		in["database"] = props(r)["DatabaseName"]
+		out[in["Name"].(string)] = in
+	}
+	return out
+}
+
+// templateTail is the literal end of a location template joined onto the
+// bucket's name: its path in the bucket, with a leading "/".
+func templateTail(t *testing.T, tmpl any) string {
+	t.Helper()
+	b, _ := json.Marshal(tmpl)
+	var join struct {
+		Join []json.RawMessage `json:"Fn::Join"`
+	}
+	if err := json.Unmarshal(b, &join); err != nil || len(join.Join) != 2 {
+		t.Fatalf("template %s is not a join onto the bucket's name", b)
+	}
+	var parts []any
+	json.Unmarshal(join.Join[1], &parts)
+	tail, _ := parts[len(parts)-1].(string)
+	if !strings.Contains(string(b), "ArchiveStoreBucket") || !strings.HasPrefix(tail, "/") {
+		t.Fatalf("template %s", b)
+	}
+	return tail
+}
+
+func keysOfAny[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func actions(v any) []string {
@@ -206,9 +255,10 @@ func keysOf(m map[string]string) []string {
 
 // TestArchiveMappingTableAndAlarms: the table's stream reaches the archive
 // function with inserted and rewritten events only, given up on to the
-// FailedBatches bucket after bounded retries; the Glue table's columns are archive.Line's, projected on src
-// and day at the archive's prefix, read as JSON; the archive has its lag
-// and error alarms and its outputs.
+// FailedBatches bucket after bounded retries; the Glue tables' columns are
+// archive.Line's, read as JSON: events projected on bucket and day where
+// the function writes, events_v1 on src and day where the layout v1 wrote;
+// the archive has its lag and error alarms and its outputs.
 func TestArchiveMappingTableAndAlarms(t *testing.T) {
 	s := defaultSynth(t)
 	m := s.mapping(t, "Archive")
@@ -224,32 +274,66 @@ func TestArchiveMappingTableAndAlarms(t *testing.T) {
 		t.Errorf("filter %s", f)
 	}
 
-	tbl := props(s.one(t, "AWS::Glue::Table"))["TableInput"].(map[string]any)
-	sd := tbl["StorageDescriptor"].(map[string]any)
-	var cols []string
-	for _, c := range sd["Columns"].([]any) {
-		cols = append(cols, c.(map[string]any)["Name"].(string))
-	}
-	if want := []string{"source", "id", "time", "type", "subject", "change", "stored_at", "seq", "event"}; !reflect.DeepEqual(cols, want) || !reflect.DeepEqual(cols, ArchiveColumns()) {
-		t.Errorf("columns %v, want %v", cols, want)
-	}
-	parts, _ := json.Marshal(tbl["PartitionKeys"])
-	if string(parts) != `[{"Name":"src","Type":"string"},{"Name":"day","Type":"string"}]` {
-		t.Errorf("partitions %s", parts)
-	}
-	params := tbl["Parameters"].(map[string]any)
-	tmpl, _ := json.Marshal(params["storage.location.template"])
-	if params["projection.enabled"] != "true" || params["projection.src.type"] != "injected" || params["projection.day.type"] != "date" ||
-		params["projection.day.format"] != "yyyy-MM-dd" || !strings.Contains(string(tmpl), `"/events/src=${src}/day=${day}/"`) ||
-		!strings.Contains(string(tmpl), "ArchiveStoreBucket") {
-		t.Errorf("projection %v", params)
-	}
-	if sd["SerdeInfo"].(map[string]any)["SerializationLibrary"] != "org.openx.data.jsonserde.JsonSerDe" {
-		t.Errorf("serde %v", sd["SerdeInfo"])
-	}
 	db := props(s.one(t, "AWS::Glue::Database"))["DatabaseInput"].(map[string]any)["Name"]
-	if db != "s_archive" || props(s.one(t, "AWS::Glue::Table"))["DatabaseName"] != db {
+	if db != "s_archive" {
 		t.Errorf("database %v", db)
+	}
+	tables := s.glueTables(t)
+	if len(tables) != 2 || tables[ArchiveTable] == nil || tables[ArchiveV1Table] == nil {
+		t.Fatalf("Glue tables %v, want %s and %s", keysOfAny(tables), ArchiveTable, ArchiveV1Table)
+	}
+	for name, tbl := range tables {
+		if tbl["database"] != db {
+			t.Errorf("%s: in database %v", name, tbl["database"])
+		}
+		sd := tbl["StorageDescriptor"].(map[string]any)
+		var cols []string
+		for _, c := range sd["Columns"].([]any) {
+			cols = append(cols, c.(map[string]any)["Name"].(string))
+		}
+		if want := []string{"source", "id", "time", "type", "subject", "change", "stored_at", "seq", "event"}; !reflect.DeepEqual(cols, want) || !reflect.DeepEqual(cols, ArchiveColumns()) {
+			t.Errorf("%s: columns %v, want %v", name, cols, want)
+		}
+		params := tbl["Parameters"].(map[string]any)
+		if params["projection.enabled"] != "true" || params["projection.day.type"] != "date" || params["projection.day.format"] != "yyyy-MM-dd" ||
+			params["classification"] != "json" || params["compressionType"] != "gzip" {
+			t.Errorf("%s: projection %v", name, params)
+		}
+		if sd["SerdeInfo"].(map[string]any)["SerializationLibrary"] != "org.openx.data.jsonserde.JsonSerDe" {
+			t.Errorf("%s: serde %v", name, sd["SerdeInfo"])
+		}
+	}
+
+	// events: the layout the function writes, a bucket of two digits and a
+	// day; the template spells exactly the prefix of archive.ObjectKey.
+	v2 := tables[ArchiveTable]
+	params := v2["Parameters"].(map[string]any)
+	if parts, _ := json.Marshal(v2["PartitionKeys"]); string(parts) != `[{"Name":"bucket","Type":"int"},{"Name":"day","Type":"string"}]` {
+		t.Errorf("%s: partitions %s", ArchiveTable, parts)
+	}
+	if params["projection.bucket.type"] != "integer" || params["projection.bucket.range"] != "0,31" || params["projection.bucket.digits"] != "2" {
+		t.Errorf("%s: bucket projection %v", ArchiveTable, params)
+	}
+	day := time.Date(2026, 10, 17, 9, 0, 0, 0, time.UTC)
+	for _, src := range []string{"orders", "auth #1 (eu/west)", "device/00001"} {
+		tmpl := templateTail(t, params["storage.location.template"])
+		got := strings.NewReplacer("${bucket}", archive.BucketPartition(archive.Bucket(src)), "${day}", "2026-10-17").Replace(tmpl)
+		if key := archive.ObjectKey(src, day, "batch"); "/"+key != got+"batch.json.gz" {
+			t.Errorf("%s: Athena reads %s's day at %s, the archive writes %s", ArchiveTable, src, got, key)
+		}
+	}
+	if loc, _ := json.Marshal(v2["StorageDescriptor"].(map[string]any)["Location"]); !strings.Contains(string(loc), `"/events/v2/"`) {
+		t.Errorf("%s: location %s", ArchiveTable, loc)
+	}
+
+	// events_v1: the objects the layout before wrote, by src and day.
+	v1 := tables[ArchiveV1Table]
+	params = v1["Parameters"].(map[string]any)
+	if parts, _ := json.Marshal(v1["PartitionKeys"]); string(parts) != `[{"Name":"src","Type":"string"},{"Name":"day","Type":"string"}]` {
+		t.Errorf("%s: partitions %s", ArchiveV1Table, parts)
+	}
+	if params["projection.src.type"] != "injected" || templateTail(t, params["storage.location.template"]) != "/events/src=${src}/day=${day}/" {
+		t.Errorf("%s: projection %v", ArchiveV1Table, params)
 	}
 
 	found := map[string]bool{}
@@ -271,6 +355,9 @@ func TestArchiveMappingTableAndAlarms(t *testing.T) {
 		if outs[o] == nil {
 			t.Errorf("no output %s", o)
 		}
+	}
+	if d, _ := outs["ArchiveBucket"].(map[string]any)["Description"].(string); !strings.Contains(d, "events/v2/bucket=<NN>/day=<YYYY-MM-DD>/") {
+		t.Errorf("ArchiveBucket's description %q does not give the layout", d)
 	}
 }
 

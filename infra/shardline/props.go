@@ -101,8 +101,8 @@ type Props struct {
 	AlarmTopicARN string
 
 	// Archive deploys the archive (docs/archive.md): every stored event
-	// also written to an S3 bucket as gzip JSON lines, partitioned by source
-	// and UTC day, with a Glue table for Athena. nil is on, the default;
+	// also written to an S3 bucket as gzip JSON lines, partitioned by bucket
+	// of sources and UTC day, with Glue tables for Athena. nil is on, the default;
 	// Bool(false) leaves it out.
 	Archive *bool
 	// ArchiveExpiryDays deletes archived objects this many days after they

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,7 +82,51 @@ func record(name, pk, sk, ev string, seq int) events.DynamoDBEventRecord {
 	return r
 }
 
-// TestSourcePartition: plain sources name their partition as they are;
+// TestBucket pins the bucket function and the key layout: a source's
+// bucket is the CRC-32 of its UTF-8 bytes mod 32, which Athena, the CLI
+// and docs/archive.md compute too; a change here would scatter every
+// source away from its archived days, so these values must never move.
+func TestBucket(t *testing.T) {
+	if Buckets != 32 {
+		t.Fatalf("Buckets = %d: the layout v2 has 32, and changing it moves every source", Buckets)
+	}
+	for src, want := range map[string]int{
+		"orders": 14, "Orders": 24, "a/b": 28, "plant/line-1": 16, "fleet/hot": 13, "device/00000": 19, "device/00001": 5,
+		"auth #1 (eu/west)": 12, "ü/β": 9, "": 0,
+	} {
+		if got := Bucket(src); got != want {
+			t.Errorf("Bucket(%q) = %d, want %d", src, got, want)
+		}
+	}
+	for b, want := range map[int]string{0: "00", 5: "05", 17: "17", 31: "31"} {
+		if got := BucketPartition(b); got != want {
+			t.Errorf("BucketPartition(%d) = %q, want %q", b, got, want)
+		}
+	}
+	used := map[int]int{}
+	for i := range 3200 {
+		b := Bucket(fmt.Sprintf("device/%05d", i))
+		if b < 0 || b >= Buckets {
+			t.Fatalf("bucket %d out of range", b)
+		}
+		used[b]++
+	}
+	for b := range Buckets {
+		if n := used[b]; n < 50 || n > 150 { // 100 expected: spread, not exact
+			t.Errorf("bucket %d holds %d of 3,200 sources", b, n)
+		}
+	}
+	day := time.Date(2026, 11, 22, 23, 59, 59, 0, time.UTC)
+	if got, want := ObjectKey("a/b", day, "4f1c-77"), "events/v2/bucket=28/day=2026-11-22/4f1c-77.json.gz"; got != want {
+		t.Errorf("ObjectKey = %q, want %q", got, want)
+	}
+	if got, want := ObjectKey("orders", day.Add(time.Second), "x/y"), "events/v2/bucket=14/day=2026-11-23/.782f79.json.gz"; got != want {
+		t.Errorf("ObjectKey = %q, want %q", got, want)
+	}
+}
+
+// TestSourcePartition: the layout v1's src partition, which the events_v1
+// table still reads: plain sources name their partition as they are;
 // every other source, however spelled, gets one path segment of its own
 // that no other source shares.
 func TestSourcePartition(t *testing.T) {
@@ -105,15 +150,11 @@ func TestSourcePartition(t *testing.T) {
 		}
 		seen[p] = src
 	}
-	day := time.Date(2026, 11, 22, 23, 59, 59, 0, time.UTC)
-	if got, want := ObjectKey("a/b", day, "4f1c-77"), "events/src=.612f62/day=2026-11-22/4f1c-77.json.gz"; got != want {
-		t.Errorf("ObjectKey = %q, want %q", got, want)
-	}
 }
 
 // TestArchiveSkipsWhatIsNotAnEvent: removals, quarantine, shard records,
 // counters and the catalogue are skipped; events inserted or rewritten are
-// archived, grouped by source and day, in stream order.
+// archived, grouped by bucket and day, in stream order.
 func TestArchiveSkipsWhatIsNotAnEvent(t *testing.T) {
 	const sk1, sk2 = "2026-11-22T11:45:10.000000000Z#e1", "2026-11-21T08:00:00.500000000Z#e2"
 	recs := []events.DynamoDBEventRecord{
@@ -136,8 +177,8 @@ func TestArchiveSkipsWhatIsNotAnEvent(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	batch := recs[0].EventID
-	day22 := readLines(t, s.objects["events/src=orders/day=2026-11-22/"+batch+".json.gz"])
-	day21 := readLines(t, s.objects["events/src=orders/day=2026-11-21/"+batch+".json.gz"])
+	day22 := readLines(t, s.objects["events/v2/bucket=14/day=2026-11-22/"+batch+".json.gz"])
+	day21 := readLines(t, s.objects["events/v2/bucket=14/day=2026-11-21/"+batch+".json.gz"])
 	if len(day22) != 2 || len(day21) != 1 {
 		t.Fatalf("objects %v", keys(s.objects))
 	}
@@ -175,19 +216,19 @@ func TestUnreadableEventFailsTheBatch(t *testing.T) {
 // delivered again rewrites the same keys.
 func TestFailedPutFailsTheBatch(t *testing.T) {
 	var recs []events.DynamoDBEventRecord
-	for i, src := range []string{"a", "b", "c", "d"} {
+	for i, src := range []string{"a", "b", "c", "d"} { // buckets 03, 25, 15, 12
 		recs = append(recs, record("INSERT", "E#"+src+"#2026-11-22#0", "2026-11-22T11:45:10.000000000Z#e", `{}`, i))
 	}
 	down := errors.New("service unavailable")
 	s := &memStore{fail: func(k string) error {
-		if strings.Contains(k, "src=c/") {
+		if strings.Contains(k, "/bucket=15/") {
 			return down
 		}
 		return nil
 	}}
 	f := &Function{Store: s}
 	err := f.Invoke(context.Background(), events.DynamoDBEvent{Records: recs})
-	if !errors.Is(err, down) || !strings.Contains(err.Error(), "src=c/") || len(s.objects) != 3 {
+	if !errors.Is(err, down) || !strings.Contains(err.Error(), "/bucket=15/") || len(s.objects) != 3 {
 		t.Fatalf("err %v, objects %v", err, keys(s.objects))
 	}
 	first := keys(s.objects)
@@ -205,12 +246,13 @@ func TestFailedPutFailsTheBatch(t *testing.T) {
 	}
 }
 
-// TestPutsAreBounded: a batch of 200 sources puts at most Concurrency
-// objects at once.
+// TestPutsAreBounded: a batch of 200 days (a backfill of late events)
+// puts at most Concurrency objects at once.
 func TestPutsAreBounded(t *testing.T) {
 	var recs []events.DynamoDBEventRecord
 	for i := range 200 {
-		recs = append(recs, record("INSERT", "E#s"+string(rune('A'+i%26))+strings.Repeat("x", i/26)+"#2026-11-22#0", "2026-11-22T11:45:10.000000000Z#e", `{}`, i))
+		day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -i).Format(DayLayout)
+		recs = append(recs, record("INSERT", "E#s#"+day+"#0", day+"T11:45:10.000000000Z#e", `{}`, i))
 	}
 	s := &memStore{}
 	st, err := (&Function{Store: s, Concurrency: 4}).Archive(context.Background(), recs)

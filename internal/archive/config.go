@@ -1,8 +1,8 @@
 // Package archive keeps every stored event in S3 past the table's
 // retention, for Athena: a function on the table's stream writes each
 // batch's inserted or rewritten events as gzip JSON lines, one object per
-// (source, UTC day) of the batch, under Hive-style partitions that the
-// stack's Glue table projects. docs/archive.md gives the design.
+// (bucket of sources, UTC day) of the batch, under Hive-style partitions
+// that the stack's Glue table projects. docs/archive.md gives the design.
 package archive
 
 import (

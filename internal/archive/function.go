@@ -79,7 +79,8 @@ func (f *Function) Invoke(ctx context.Context, ev events.DynamoDBEvent) error {
 	return err
 }
 
-// Archive writes the events among recs, one object per (source, day).
+// Archive writes the events among recs, one object per (bucket, day): at
+// most Buckets objects a day, however many sources the batch holds.
 func (f *Function) Archive(ctx context.Context, recs []events.DynamoDBEventRecord) (Stats, error) {
 	st := Stats{Records: len(recs)}
 	lines, skipped, err := parse(recs)

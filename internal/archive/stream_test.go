@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/local/ddbstreams"
 	"github.com/shardline/shardline/testkit/testddb"
@@ -179,12 +181,8 @@ func checkNewestIsTheTable(t *testing.T, c *dynamodb.Client, table string, lines
 			newest[k] = l.Line
 		}
 	}
-	out, err := c.Scan(context.Background(), &dynamodb.ScanInput{TableName: &table})
-	if err != nil {
-		t.Fatal(err)
-	}
 	stored := 0
-	for _, it := range out.Items {
+	for _, it := range testddb.Scan(t, c, table) {
 		pk := it[schema.PK].(*types.AttributeValueMemberS).Value
 		if !strings.HasPrefix(pk, "E#") {
 			continue
@@ -202,4 +200,122 @@ func checkNewestIsTheTable(t *testing.T, c *dynamodb.Client, table string, lines
 	if stored != len(newest) {
 		t.Errorf("%d events stored, %d archived", stored, len(newest))
 	}
+}
+
+// putCounter is the archive directory, counting the objects put in it.
+type putCounter struct {
+	archive.Dir
+	mu   sync.Mutex
+	puts int
+}
+
+func (p *putCounter) Put(ctx context.Context, key string, body []byte) error {
+	p.mu.Lock()
+	p.puts++
+	p.mu.Unlock()
+	return p.Dir.Put(ctx, key, body)
+}
+
+// mappingBatches cuts a stream shard's records as the stack's archive
+// mapping does once they are there: the event changes its filter passes,
+// at most batchSize records or payload bytes of them per invocation.
+func mappingBatches(t *testing.T, recs []events.DynamoDBEventRecord, batchSize, payload int) [][]events.DynamoDBEventRecord {
+	t.Helper()
+	var out [][]events.DynamoDBEventRecord
+	var cur []events.DynamoDBEventRecord
+	size := 0
+	for _, r := range recs {
+		if !item.IsEventChange(r, "INSERT", "MODIFY") {
+			continue
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cur) == batchSize || size+len(b) > payload {
+			out, cur, size = append(out, cur), nil, 0
+		}
+		cur, size = append(cur, r), size+len(b)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// TestQuietSourcesShareObjects: 5,000 quiet sources, one event each,
+// stored by the ingest function on DynamoDB Local and delivered from its
+// stream in batches as the mapping cuts them (10,000 records or 6 MB):
+// the archive puts at most one object per bucket and day of a batch, at
+// most one PUT per 100 events, however many sources the batch holds; and
+// every event is archived once, in its source's bucket, as the table holds
+// it.
+func TestQuietSourcesShareObjects(t *testing.T) {
+	const sources = 5000
+	ctx := context.Background()
+	client := testddb.Client(t, testddb.Endpoint(t))
+	table := testddb.StreamTable(t)
+	h := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{Now: func() time.Time { return now }})
+	var k events.KinesisEvent
+	for i := range sources {
+		src := fmt.Sprintf("quiet/%05d", i)
+		if i%500 == 0 {
+			src = fmt.Sprintf("quiet #%d (ü/β)", i)
+		}
+		b, _ := json.Marshal(map[string]any{"id": fmt.Sprint("e", i), "source": src, "type": "t.reading",
+			"time": now.Add(-time.Duration(i) * time.Second).Format(time.RFC3339), "data": map[string]int{"n": i}})
+		k.Records = append(k.Records, events.KinesisEventRecord{EventSource: "aws:kinesis",
+			EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/s",
+			Kinesis:        events.KinesisRecord{Data: b, SequenceNumber: fmt.Sprint(i)}})
+		if len(k.Records) == 500 || i == sources-1 {
+			if resp, err := h.Kinesis(ctx, k); err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("ingest: %v %v", err, resp.BatchItemFailures)
+			}
+			k.Records = nil
+		}
+	}
+
+	arn, err := ddbstreams.StreamARN(ctx, client, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ddbstreams.Read(ctx, ddbstreams.Static(testddb.Endpoint(t)), arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	store := &putCounter{Dir: archive.Dir(dir)}
+	f := &archive.Function{Store: store}
+	delivered, batches := 0, 0
+	for _, rs := range recs {
+		for _, b := range mappingBatches(t, rs, 10000, 6<<20) {
+			if err := f.Invoke(ctx, events.DynamoDBEvent{Records: b}); err != nil {
+				t.Fatal(err)
+			}
+			delivered += len(b)
+			batches++
+		}
+	}
+	if delivered != sources {
+		t.Fatalf("the stream delivered %d event changes, want %d", delivered, sources)
+	}
+	if store.puts > batches*archive.Buckets || store.puts*100 > delivered {
+		t.Errorf("%d PUTs for %d events in %d batches: want at most %d a batch (one per bucket) and one per 100 events",
+			store.puts, delivered, batches, archive.Buckets)
+	}
+	t.Logf("%d events from %d sources in %d batches: %d PUTs", delivered, sources, batches, store.puts)
+
+	lines := readDir(t, dir)
+	seen := map[string]int{}
+	for _, l := range lines {
+		seen[l.Source]++
+		tm, _ := time.Parse(time.RFC3339Nano, l.Time)
+		if want := archive.ObjectKey(l.Source, tm, "x"); !strings.HasPrefix(l.path, strings.TrimSuffix(want, "x.json.gz")) {
+			t.Errorf("%s %s in %s, want it under %s", l.Source, l.ID, l.path, want)
+		}
+	}
+	if len(seen) != sources || len(lines) != sources {
+		t.Errorf("%d lines of %d sources archived, want one of each of %d", len(lines), len(seen), sources)
+	}
+	checkNewestIsTheTable(t, client, table, lines)
 }

@@ -56,8 +56,8 @@ func startArchive(ctx context.Context, out io.Writer, client *dynamodb.Client, e
 		},
 	}
 	go p.Run(ctx)
-	fmt.Fprintf(out, "archive function polling the table's stream, writing %s%s... to %s (a directory stands in for the archive bucket)\n",
-		archive.Prefix, "src=<source>/day=<day>/", dir)
+	fmt.Fprintf(out, "archive function polling the table's stream, writing %sbucket=<NN>/day=<day>/... to %s (a directory stands in for the archive bucket; \"shardline archive query -source S\" gives a source's NN)\n",
+		archive.LayoutPrefix, dir)
 	return dir, nil
 }
 

@@ -39,6 +39,7 @@ func TestRun(t *testing.T) {
 	for _, want := range []string{"stored 13 events", "quarantined 3 records", "auth #1 (eu/west)", "202 {\"accepted\":4",
 		"-> 2 events, plan gsi", `"id":"ord-7f3aa0"`, "next page: add &cursor=",
 		"sources in the last two days", "13 of 13 stored events counted", "archived 13 of 13 stored events",
+		"writing events/v2/bucket=<NN>/day=<day>/... to ",
 		"Kinesis (kinesalite) at " + kin.Endpoint + ": stream shardline-events (arn:aws:kinesis:us-east-1:000000000000:stream/shardline-events)",
 		"aws kinesis put-record --endpoint-url " + kin.Endpoint + " --region us-east-1", "go, records included, to the local S3 bucket " + kin.Bucket,
 		"AWS_ENDPOINT_URL_S3=" + kin.S3, "shardline redrive --bucket shardline-failed-batches --ingest-mapping local-ingest --counter-mapping local-counter --archive-mapping local-archive"} {

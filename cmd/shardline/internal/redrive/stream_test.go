@@ -27,16 +27,17 @@ import (
 	"github.com/shardline/shardline/testkit/tests3"
 )
 
-// failingStore refuses one source's objects while doomed is set: the local
-// archive directory cannot be told to fail, so a wrapper stands in for S3
-// refusing the puts.
+// failingStore refuses the objects of one source's bucket while doomed is
+// set: the local archive directory cannot be told to fail, so a wrapper
+// stands in for S3 refusing the puts. ("doomed" and "fine" are in buckets
+// of their own.)
 type failingStore struct {
 	archive.Store
 	doomed atomic.Bool
 }
 
 func (f *failingStore) Put(ctx context.Context, key string, body []byte) error {
-	if f.doomed.Load() && strings.Contains(key, "/src=doomed/") {
+	if f.doomed.Load() && strings.Contains(key, "/bucket="+archive.BucketPartition(archive.Bucket("doomed"))+"/") {
 		return fmt.Errorf("put %s: access denied", key)
 	}
 	return f.Store.Put(ctx, key, body)
@@ -55,6 +56,9 @@ func TestRedriveTableStream(t *testing.T) {
 	ctx := context.Background()
 	table, bucket, dir := testddb.StreamTable(t), tests3.Bucket(t), t.TempDir()
 	client := testddb.Client(t, testddb.Endpoint(t))
+	if archive.Bucket("doomed") == archive.Bucket("fine") {
+		t.Fatal("doomed and fine share a bucket: the archive's fault would fail both")
+	}
 	h := ingest.New(ingest.DefaultConfig(table), client, ingest.Options{})
 	hour := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
 	wave := func(from int) {
