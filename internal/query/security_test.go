@@ -96,6 +96,7 @@ func TestNoQueryCrossesSources(t *testing.T) {
 		"#pk = :pk":                                    true, // a day's shard record and hour index
 		"#pk = :pk AND #sk BETWEEN :hours AND :shards": true, // the same, without the day's demand reports
 		"attribute_not_exists(#e) OR #e <= :e":         true, // the hour index's TTL, only ever moved later
+		"#h, #e":                                       true, // the hour index read before a mark
 	}
 	names := map[string]bool{"pk": true, "sk": true, "gpk": true, "type": true, "subject": true, "ver": true, "ev": true, "hrs": true, "exp": true}
 	for h := range 24 {
