@@ -118,7 +118,7 @@ func loadQueryData(ctx context.Context, client *dynamodb.Client, table string, n
 			}
 		}
 		for i := n - 1; i >= 0; i-- { // oldest first
-			at := now.Add(-time.Duration(i+1) * 7 * 24 * time.Hour / time.Duration(n))
+			at := spread(now, n, i)
 			end := at.Truncate(time.Hour).Add(time.Hour)
 			if end.After(now) {
 				end = now
@@ -141,6 +141,16 @@ func loadQueryData(ctx context.Context, client *dynamodb.Client, table string, n
 		clock = now
 	}
 	return nil
+}
+
+// spread is the time of the i-th of n events spread evenly over the seven
+// days before now, newest first. The spacing comes first: (i+1) × 7 days
+// in nanoseconds passes int64 for i past 15,250, and the busy sources'
+// oldest events once got times centuries away, which ingest refused and
+// quarantined.
+func spread(now time.Time, n, i int) time.Time {
+	step := 7 * 24 * time.Hour / time.Duration(n)
+	return now.Add(-time.Duration(i+1) * step)
 }
 
 // queries runs "the newest 100 events of the last hour / 24 hours / 7
