@@ -51,6 +51,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	withCounts := fs.Bool("counts", true, "measure what exact counts cost (about two minutes)")
 	withCost := fs.Bool("cost", true, "price a million events at the three reference workloads (about two minutes)")
 	costOnly := fs.Bool("cost-only", false, "run the cost model alone, writing cost.md and cost.json only")
+	copiesOnly := fs.Bool("copies-only", false, "measure alone what the GSI copy costs and saves at the three workloads (pages on each path, GSI_COPIES settings); prints only")
 	producerEvents := fs.Int("producer-events", benchrun.DefaultProducerOptions.Events, "events each Kinesis producer design puts on kinesalite (0: skip the producer benchmark)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchHelp)
@@ -78,6 +79,10 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *copiesOnly {
+		_, err := benchrun.RunCopies(ctx, o)
+		return err
+	}
 	if *costOnly {
 		_, err := benchrun.RunCost(ctx, o)
 		return err
