@@ -78,7 +78,7 @@ type CopyRow struct {
 }
 
 // copySettings are the settings measured.
-var copySettings = []string{"always"}
+var copySettings = []shardmap.Copies{shardmap.CopiesAlways, shardmap.CopiesWhereItPays}
 
 // measureCopies writes each shape's two days under each setting into a
 // table of its own on client, and prices the pages.
@@ -92,6 +92,7 @@ func measureCopies(ctx context.Context, out io.Writer, client *dynamodb.Client, 
 		for _, sh := range copyShapes {
 			fmt.Fprintf(out, "copies: %s, GSI_COPIES=%s: writing two days ...\n", sh.workload, setting)
 			cfg := ingest.DefaultConfig(table)
+			cfg.GSICopies = setting
 			if sh.shards > 0 {
 				cfg.Shards.Overrides = map[string]int{sh.source: sh.shards}
 				cfg.GSIShards.Overrides = map[string]int{sh.source: sh.gshard}
@@ -125,7 +126,7 @@ func measureCopies(ctx context.Context, out io.Writer, client *dynamodb.Client, 
 					if _, err := timedGet(ctx, h, req, 2, &last); err != nil {
 						return nil, err
 					}
-					rows = append(rows, CopyRow{Workload: sh.workload, Setting: setting, Counts: countsOf(d), CopyWRU: wru,
+					rows = append(rows, CopyRow{Workload: sh.workload, Setting: string(setting), Counts: countsOf(d), CopyWRU: wru,
 						Query: w.name, Asked: asked, Path: last.Plan.Path, Events: len(last.Events),
 						Requests: last.Plan.Requests, RCU: last.Plan.ConsumedRCU, Reason: last.Plan.Reason})
 				}
@@ -144,6 +145,9 @@ func countsOf(d shardmap.Day) string {
 	s := fmt.Sprintf("%d/%d", st.Shards, st.GSIShards)
 	if st.DayBucket {
 		s += " day bucket"
+	}
+	if st.NoGSICopy {
+		s = fmt.Sprintf("%d, no copy", st.Shards)
 	}
 	return s
 }
