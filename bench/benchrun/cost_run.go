@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -22,6 +23,7 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // SourceGroup is Count sources that each send Rate events a second.
@@ -50,7 +52,20 @@ type CostWorkload struct {
 	// events of that long, at the workload's rates, go through the real
 	// handlers; the results are scaled to a million events.
 	Window time.Duration `json:"window_ns"`
+	// GSICopies is the ingest function's GSI_COPIES; empty is "always".
+	GSICopies shardmap.Copies `json:"gsi_copies,omitempty"`
+	// QuietYesterday: every source of a group at under QuietRate events
+	// a second had a quiet previous day, as a steady state has it: the
+	// run first writes each one's previous shard record and hour index
+	// (seedYesterday), unbilled, as yesterday's writers left them.
+	QuietYesterday bool `json:"quiet_yesterday,omitempty"`
 }
+
+// QuietRate is the rate under which a source's previous day is seeded as
+// quiet (CostWorkload.QuietYesterday): one event a second over four
+// containers puts at most one or two in an hour's first 1 s batch, far
+// under shardmap.QuietHour.
+const QuietRate = 1.0
 
 // Rate is the workload's events a second.
 func (w CostWorkload) Rate() float64 {
@@ -79,6 +94,12 @@ var DefaultCostWorkloads = []CostWorkload{
 	{Name: "hot: one source at 20,000 events/s beside 1,000 quiet ones", Window: 16 * time.Second,
 		Groups: []SourceGroup{{Prefix: "fleet/hot", Count: 1, Rate: 20000, Shards: 32, GSIShards: 32},
 			{Prefix: "device/", Count: 1000, Rate: 0.1}}},
+	// 40 s, not 20: without the GSI key a stream record is smaller, and
+	// 20 s of them no longer fill an archive batch's 6 MB on any stream
+	// shard.
+	{Name: "many, GSI_COPIES=where-it-pays, each source's previous day quiet", Window: 40 * time.Second,
+		Groups:    []SourceGroup{{Prefix: "device/", Count: 10000, Rate: 0.1}},
+		GSICopies: shardmap.CopiesWhereItPays, QuietYesterday: true},
 }
 
 // The stack's settings the cost model mirrors (infra/shardline: props.go,
@@ -194,6 +215,9 @@ func newSim(ctx context.Context, w CostWorkload, env costEnv, eventBytes int) (*
 		s.fn[i] = &fnMeter{}
 	}
 	cfg := ingest.DefaultConfig(env.table)
+	if w.GSICopies != "" {
+		cfg.GSICopies = w.GSICopies
+	}
 	cfg.Shards.Overrides, cfg.GSIShards.Overrides = map[string]int{}, map[string]int{}
 	for _, g := range w.Groups {
 		for i := range g.Count {
@@ -203,6 +227,11 @@ func newSim(ctx context.Context, w CostWorkload, env costEnv, eventBytes int) (*
 			if g.GSIShards > 0 {
 				cfg.GSIShards.Overrides[g.name(i)] = g.GSIShards
 			}
+		}
+	}
+	if w.QuietYesterday {
+		if err := seedYesterday(ctx, env, cfg, w); err != nil {
+			return nil, err
 		}
 	}
 	s.kshards = kinesisShards(rate, eventBytes)
@@ -419,4 +448,70 @@ func (s *sim) anchors(m CostMeasured) (seed, firehose Usage) {
 	firehose.S3Puts = math.Ceil(max(rawPerMillion/firehoseBufferSize, duration.Seconds()/firehoseBufferTime.Seconds()))
 	firehose.S3GBMonth = rawPerMillion * float64(m.GzipBytes) / float64(max(1, m.RawBytes)) / gib
 	return seed, firehose
+}
+
+// seedYesterday writes, for every source of w under QuietRate, the shard
+// record and hour index of the day before env.start as the real writers
+// leave them, straight to DynamoDB Local (not through the ledger: they are
+// yesterday's writes, which the model already prices per day and per hour
+// for today): the record by a registry of cfg as of yesterday's first
+// second, and each hour's mark by shardmap.Hours with the hint the hour's
+// first batch gives it, one event. Nothing else of yesterday is written:
+// today's first step depends on these two items only (shardmap.Day.Quiet).
+func seedYesterday(ctx context.Context, env costEnv, cfg ingest.Config, w CostWorkload) error {
+	yesterday := env.start.AddDate(0, 0, -1)
+	day := bucketing.Day(yesterday)
+	reg := &shardmap.Registry{Client: env.local, Table: env.table, Now: func() time.Time { return yesterday.Add(time.Second) },
+		Config: shardmap.Config{Shards: cfg.Shards, GSIShards: cfg.GSIShards, Retention: cfg.Retention, Carry: true, Copies: cfg.GSICopies}}
+	hours := &shardmap.Hours{Client: env.local, Table: env.table, Retention: cfg.Retention}
+	var marks [24]int32
+	for h := range marks {
+		marks[h] = 1
+	}
+	var names []string
+	for _, g := range w.Groups {
+		if g.Rate < QuietRate {
+			for i := range g.Count {
+				names = append(names, g.name(i))
+			}
+		}
+	}
+	work := make(chan string)
+	errs := make(chan error, 32)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range work {
+				st := bucketing.Stream{Space: bucketing.Events, Source: name}
+				if _, err := reg.Schedule(ctx, st, day); err != nil {
+					errs <- fmt.Errorf("cost model: seed %s's previous day: %w", name, err)
+					return
+				}
+				if err := hours.Mark(ctx, st, day, marks); err != nil {
+					errs <- fmt.Errorf("cost model: seed %s's previous hours: %w", name, err)
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, n := range names {
+		select {
+		case work <- n:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return err
 }

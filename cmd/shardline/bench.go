@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,6 +52,8 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	withCounts := fs.Bool("counts", true, "measure what exact counts cost (about two minutes)")
 	withCost := fs.Bool("cost", true, "price a million events at the three reference workloads (about two minutes)")
 	costOnly := fs.Bool("cost-only", false, "run the cost model alone, writing cost.md and cost.json only")
+	workload := fs.String("workload", "", "with -cost-only: price only the workloads whose name contains this")
+	copiesOnly := fs.Bool("copies-only", false, "measure alone what the GSI copy costs and saves at the three workloads (pages on each path, GSI_COPIES settings); prints only")
 	producerEvents := fs.Int("producer-events", benchrun.DefaultProducerOptions.Events, "events each Kinesis producer design puts on kinesalite (0: skip the producer benchmark)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchHelp)
@@ -78,6 +81,22 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *workload != "" {
+		var ws []benchrun.CostWorkload
+		for _, w := range o.Cost.Workloads {
+			if strings.Contains(w.Name, *workload) {
+				ws = append(ws, w)
+			}
+		}
+		if len(ws) == 0 {
+			return fmt.Errorf("-workload %q names no workload", *workload)
+		}
+		o.Cost.Workloads = ws
+	}
+	if *copiesOnly {
+		_, err := benchrun.RunCopies(ctx, o)
+		return err
+	}
 	if *costOnly {
 		_, err := benchrun.RunCost(ctx, o)
 		return err

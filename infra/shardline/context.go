@@ -19,6 +19,7 @@ const (
 	CtxGSIShards         = "shardline:gsiShards"
 	CtxGSIShardOverrides = "shardline:gsiShardOverrides" // JSON object
 	CtxGSIProjection     = "shardline:gsiProjection"     // full or lean
+	CtxGSICopies         = "shardline:gsiCopies"         // always or where-it-pays
 	CtxShardsMax         = "shardline:shardsMax"         // 0 turns adaptive sharding off
 	CtxQuarantineShards  = "shardline:quarantineShards"
 	CtxRetentionDays     = "shardline:retentionDays"
@@ -50,6 +51,7 @@ func PropsFromContext(node constructs.Node) (Props, error) {
 	r.str(CtxAlarmTopicARN, &p.AlarmTopicARN)
 	r.str(CtxCodeDir, &p.CodeDir)
 	r.str(CtxGSIProjection, &p.GSIProjection)
+	r.str(CtxGSICopies, &p.GSICopies)
 	r.num(CtxShards, &p.Shards)
 	r.num(CtxGSIShards, &p.GSIShards)
 	r.num(CtxQuarantineShards, &p.QuarantineShards)

@@ -77,6 +77,7 @@ func (p Props) ingestEnv(table string) map[string]string {
 		ingest.EnvMaxEventBytes:    strconv.Itoa(p.MaxEventBytes),
 		ingest.EnvWriteConcurrency: strconv.Itoa(p.WriteConcurrency),
 		ingest.EnvLogLevel:         p.logLevel(),
+		ingest.EnvGSICopies:        p.GSICopies,
 	}
 }
 

@@ -605,7 +605,7 @@ func TestContextOverrides(t *testing.T) {
 	arn := "arn:aws:kinesis:us-east-1:000000000000:stream/existing"
 	s := synthesize(t, nil, map[string]any{
 		CtxShards: "8", CtxShardOverrides: `{"hot/src": 64}`, CtxGSIShards: 2, CtxRetentionDays: "7",
-		CtxIngestMemoryMB: "1024", CtxStreamARN: arn, CtxLogLevel: "debug",
+		CtxIngestMemoryMB: "1024", CtxStreamARN: arn, CtxLogLevel: "debug", CtxGSICopies: "where-it-pays",
 	})
 	if n := len(s.resources("AWS::Kinesis::Stream")); n != 0 {
 		t.Errorf("%d streams created beside the existing one", n)
@@ -620,7 +620,7 @@ func TestContextOverrides(t *testing.T) {
 		p := props(fn)
 		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
 		want := map[string]string{ingest.EnvShards: "8", ingest.EnvShardOverrides: `{"hot/src":64}`, ingest.EnvGSIShards: "2",
-			ingest.EnvRetentionDays: "7", ingest.EnvLogLevel: "debug"}
+			ingest.EnvRetentionDays: "7", ingest.EnvLogLevel: "debug", ingest.EnvGSICopies: "where-it-pays"}
 		for k, v := range want {
 			if vars[k] != v {
 				t.Errorf("%s = %v, want %s", k, vars[k], v)
@@ -633,7 +633,7 @@ func TestContextOverrides(t *testing.T) {
 }
 
 func TestBadPropsFailAtSynth(t *testing.T) {
-	for _, p := range []Props{{Shards: 5000}, {RetentionDays: -1}, {LogLevel: "loud"}, {BatchSize: 20000}, {GSIProjection: "keys"},
+	for _, p := range []Props{{Shards: 5000}, {RetentionDays: -1}, {LogLevel: "loud"}, {BatchSize: 20000}, {GSIProjection: "keys"}, {GSICopies: "never"},
 		{MaxRecordAge: 24 * time.Hour}, {FailedBatchRetentionDays: 6}} {
 		func() {
 			defer func() {

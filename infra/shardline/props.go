@@ -7,6 +7,7 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/internal/writer"
 )
 
@@ -44,6 +45,12 @@ type Props struct {
 	// "lean" (keys and filter attributes only: one write unit per GSI copy
 	// whatever the event's size, and pages fetch events from the table).
 	GSIProjection string
+	// GSICopies is the ingest function's GSI_COPIES: "always" (every event
+	// gets a GSI copy; the default) or "where-it-pays" (a day's events get
+	// one only when the day has fewer GSI shards than table shards, and a
+	// day after a quiet day starts on one table shard without; see
+	// docs/cost.md).
+	GSICopies string
 	// QuarantineShards shards the quarantine key space, 4.
 	QuarantineShards int
 	// RetentionDays is how long events are kept (the TTL), 30.
@@ -149,6 +156,9 @@ func (p Props) withDefaults() Props {
 	}
 	if p.GSIProjection == "" {
 		p.GSIProjection = string(schema.Full)
+	}
+	if p.GSICopies == "" {
+		p.GSICopies = string(shardmap.CopiesAlways)
 	}
 	if p.IngestTimeout == 0 {
 		p.IngestTimeout = 60 * time.Second

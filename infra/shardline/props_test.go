@@ -98,6 +98,7 @@ func TestInvalidPropsNameTheProp(t *testing.T) {
 		{"LogLevel", Props{LogLevel: "loud"}},
 		{"LogLevel", Props{LogLevel: "info+2"}},
 		{"GSIProjection", Props{GSIProjection: "keys"}},
+		{"GSICopies", Props{GSICopies: "sometimes"}},
 		{"ShardOverrides", Props{ShardOverrides: map[string]int{"hot": 0}}},
 		{"ArchiveExpiryDays", Props{ArchiveExpiryDays: 30}},
 		{"ArchiveExpiryDays", Props{ArchiveExpiryDays: 100, RetentionDays: 365}},
@@ -150,6 +151,21 @@ func TestLogLevelIsOneSpelling(t *testing.T) {
 		vars := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
 		if vars[ingest.EnvLogLevel] != "warn" || vars[query.EnvLogLevel] != "warn" {
 			t.Errorf("%s: LOG_LEVEL %v", id, vars[ingest.EnvLogLevel])
+		}
+	}
+}
+
+// TestGSICopiesDefaultsToAlways: unless GSICopies is set, the ingest
+// function gives every event a GSI copy, as it always did.
+func TestGSICopiesDefaultsToAlways(t *testing.T) {
+	s := synthesize(t, nil, nil)
+	for id, fn := range s.resources("AWS::Lambda::Function") {
+		if !strings.HasPrefix(id, "PIngest") {
+			continue
+		}
+		vars := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if vars[ingest.EnvGSICopies] != "always" {
+			t.Errorf("%s: GSI_COPIES %v, want always", id, vars[ingest.EnvGSICopies])
 		}
 	}
 }

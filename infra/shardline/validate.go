@@ -11,6 +11,7 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/loglevel"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
@@ -133,6 +134,9 @@ func (p Props) checkWords() error {
 	}
 	if _, err := schema.ParseProjection(p.GSIProjection); err != nil {
 		errs = append(errs, fmt.Errorf("GSIProjection: %w", err))
+	}
+	if _, err := shardmap.ParseCopies(p.GSICopies); err != nil {
+		errs = append(errs, fmt.Errorf("GSICopies: %w", err))
 	}
 	for _, o := range []struct {
 		name string

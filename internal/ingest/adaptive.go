@@ -10,6 +10,7 @@ import (
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/pace"
+	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/internal/writer"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -232,8 +233,11 @@ func (s *seen) store(u *unit, ahead bool, it item.Item) {
 		s.sample.Latest = u.received
 	}
 	s.sample.WCU += w
-	if u.event != nil {
-		s.sample.GSIWCU += w // a rejected record has no GSI copy: its GSI demand stays 0, and its GSI count is never raised
+	if _, copied := it.Attrs[schema.GSIPK]; copied {
+		// A rejected record, or an event of a day without GSI copies,
+		// has none: its GSI demand stays 0, and its GSI count is never
+		// raised.
+		s.sample.GSIWCU += w
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/loglevel"
+	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/internal/writer"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -28,12 +29,13 @@ const (
 	EnvMaxEventBytes    = "MAX_EVENT_BYTES"      // largest event accepted; default 65536, at most 350000
 	EnvWriteConcurrency = "WRITE_CONCURRENCY"    // BatchWriteItem requests in flight; default 32
 	EnvLogLevel         = "LOG_LEVEL"            // debug, info, warn or error; default info
+	EnvGSICopies        = "GSI_COPIES"           // which days' events get a GSI copy: always or where-it-pays; default always
 )
 
 // EnvVars lists every variable above, for documentation and for the check
 // that the stack sets exactly what the function reads.
 var EnvVars = []string{EnvTable, EnvShards, EnvShardOverrides, EnvGSIShards, EnvGSIOverrides, EnvShardsMax,
-	EnvQuarantineShards, EnvRetentionDays, EnvMaxEventBytes, EnvWriteConcurrency, EnvLogLevel}
+	EnvQuarantineShards, EnvRetentionDays, EnvMaxEventBytes, EnvWriteConcurrency, EnvLogLevel, EnvGSICopies}
 
 // Defaults.
 const (
@@ -58,6 +60,10 @@ type Config struct {
 	MaxEventBytes    int
 	WriteConcurrency int
 	LogLevel         slog.Level
+	// GSICopies says on which days events get a GSI copy
+	// (shardmap.CopiesAlways, the default, or CopiesWhereItPays); each
+	// day's record keeps what was decided when it was created.
+	GSICopies shardmap.Copies
 }
 
 // DefaultConfig is the configuration with every default, for table.
@@ -72,6 +78,7 @@ func DefaultConfig(table string) Config {
 		MaxEventBytes:    cloudevent.DefaultMaxBytes,
 		WriteConcurrency: writer.DefaultConcurrency,
 		LogLevel:         slog.LevelInfo,
+		GSICopies:        shardmap.CopiesAlways,
 	}
 }
 
@@ -115,6 +122,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.LogLevel, err = loglevel.Parse(getenv(EnvLogLevel)); err != nil {
 		return c, fmt.Errorf("%s=%w", EnvLogLevel, err)
+	}
+	if c.GSICopies, err = shardmap.ParseCopies(strings.TrimSpace(getenv(EnvGSICopies))); err != nil {
+		return c, fmt.Errorf("%s=%w", EnvGSICopies, err)
 	}
 	return c, nil
 }

@@ -101,6 +101,7 @@ func New(cfg Config, client Client, o Options) *Handler {
 			Quarantine: cfg.QuarantineShards,
 			Retention:  cfg.Retention,
 			Carry:      cfg.ShardsMax > 0,
+			Copies:     cfg.GSICopies,
 		},
 	}
 	if cfg.ShardsMax > 0 {

@@ -27,7 +27,9 @@ type Item struct {
 func (it Item) Key() [2]string { return [2]string{it.PK, it.SK} }
 
 // Event is the item of an event. shards is the step of the shard schedule
-// in effect at the event's time, retention how long the item lives.
+// in effect at the event's time, retention how long the item lives. On a
+// day without GSI copies (shards.NoGSICopy) the item has no GSI key, so
+// DynamoDB writes no copy of it.
 //
 // Event runs once per ingested event, so it builds the three keys and the
 // expiry in one string and the attribute values in one struct: four
@@ -79,7 +81,9 @@ func (a *Arena) Event(e cloudevent.Event, shards bucketing.Step, retention time.
 	attrs := make(map[string]types.AttributeValue, 7)
 	attrs[schema.PK] = &v.s[0]
 	attrs[schema.SK] = &v.s[1]
-	attrs[schema.GSIPK] = &v.s[2]
+	if shards.Copied() { // else the GSI, sparse, holds no copy of it
+		attrs[schema.GSIPK] = &v.s[2]
+	}
 	attrs[schema.Event] = &v.s[3]
 	attrs[schema.Type] = &v.s[4]
 	if e.Subject != "" {

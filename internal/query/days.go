@@ -203,7 +203,7 @@ func (pl *planner) hint(start time.Time, step time.Duration) int {
 		return -1
 	}
 	if step == time.Hour { // the GSI: hour buckets, or a day's
-		if !d.Sched[0].DayBucket {
+		if !dayWide(d) {
 			return d.Hint(start.UTC().Hour())
 		}
 		if !start.Equal(pl.firstHour(start)) {

@@ -156,6 +156,9 @@ func (pr *pageReader) cursorAfter(sk string) (*Cursor, error) {
 // (its planner's included) made so far.
 func (pr *pageReader) result(items []map[string]types.AttributeValue, reason string) Page {
 	n, rcu := pr.reqs.total()
+	if k := pr.plan.readTableDays(); k > 0 && pr.via.name() == PathGSI {
+		reason += fmt.Sprintf(reasonSomeTable, k)
+	}
 	return Page{Items: items, Plan: Plan{Path: pr.via.name(), Reason: reason, Requests: n, ConsumedRCU: rcu}}
 }
 

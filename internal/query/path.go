@@ -22,13 +22,20 @@ type path interface {
 	step() time.Duration
 	// partitions lists the partition keys that hold the bucket starting at
 	// start.
-	partitions(ctx context.Context, pl *planner, start time.Time) ([]string, error)
-	// adapt sets what the path's queries need besides the key condition:
-	// the index, the read consistency.
-	adapt(in *dynamodb.QueryInput)
+	partitions(ctx context.Context, pl *planner, start time.Time) ([]partKey, error)
+	// adapt sets what the path's query of pk needs besides the key
+	// condition: the index, the read consistency.
+	adapt(in *dynamodb.QueryInput, pk partKey)
 	// lean: the path's items may come without their event, which fill then
 	// fetches from the table.
 	lean() bool
+}
+
+// partKey is a partition key a page reads: of the GSI, or, on the
+// table, of a day's shard.
+type partKey struct {
+	pk    string
+	table bool // the base table's, though the path is the GSI's
 }
 
 // gsi reads the time-bucket index, one bucket at a time, each held by the
@@ -36,10 +43,12 @@ type path interface {
 // list. A bucket is an hour, or the whole day on a day whose schedule says
 // DayBucket (a day after a quiet one): the day's partitions then go with
 // the first hour of the day the page visits, and its other hours have
-// none, so that segments still come end to end in the page's order. It is
-// eventually consistent already, so it takes what it knows of a day from
-// the container's cache (days.go). With the Lean projection its items
-// carry no event, and fill fetches them from the table.
+// none, so that segments still come end to end in the page's order. A day
+// without GSI copies (Step.NoGSICopy) is read the same way, from the
+// table's shards of the day, which hold its every event: the GSI has none
+// of them. It is eventually consistent already, so it takes what it knows
+// of a day from the container's cache (days.go). With the Lean projection
+// its items carry no event, and fill fetches them from the table.
 type gsi struct{}
 
 func (gsi) name() string        { return PathGSI }
@@ -48,7 +57,7 @@ func (gsi) lean() bool          { return true }
 
 // partitions are the GSI partitions of the hour starting at start; none
 // when the day's hour index says the hour holds no event.
-func (gsi) partitions(ctx context.Context, pl *planner, start time.Time) ([]string, error) {
+func (gsi) partitions(ctx context.Context, pl *planner, start time.Time) ([]partKey, error) {
 	day := bucketing.Day(start)
 	d, err := pl.day(ctx, day, pl.p.Consistent)
 	if err == nil && d.Sched == nil {
@@ -58,7 +67,7 @@ func (gsi) partitions(ctx context.Context, pl *planner, start time.Time) ([]stri
 		return nil, err
 	}
 	from, to, bucket := start, start.Add(time.Hour), bucketing.Hour(start)
-	if d.Sched[0].DayBucket {
+	if dayWide(d) {
 		if !start.Equal(pl.firstHour(start)) {
 			return nil, nil // the day's partitions went with its first hour
 		}
@@ -69,14 +78,36 @@ func (gsi) partitions(ctx context.Context, pl *planner, start time.Time) ([]stri
 	if err != nil || !marked {
 		return nil, err
 	}
-	pks := make([]string, 0, d.Sched.MaxGSIShards())
+	if !d.Sched[0].Copied() {
+		pl.readTable(day)
+		return tableKeys(pl.stream, day, d.Sched.MaxShards()), nil
+	}
+	pks := make([]partKey, 0, d.Sched.MaxGSIShards())
 	for g := range d.Sched.MaxGSIShards() {
-		pks = append(pks, bucketing.GSIPK(pl.p.Source, bucket, g))
+		pks = append(pks, partKey{pk: bucketing.GSIPK(pl.p.Source, bucket, g)})
 	}
 	return pks, nil
 }
 
-func (gsi) adapt(in *dynamodb.QueryInput) {
+// dayWide says whether the GSI path reads d's day as one bucket: a GSI
+// day bucket, or a day without GSI copies, read from the table.
+func dayWide(d shardmap.Day) bool {
+	return d.Sched[0].DayBucket || !d.Sched[0].Copied()
+}
+
+// tableKeys are the partition keys of s's n table shards of day.
+func tableKeys(s bucketing.Stream, day string, n int) []partKey {
+	pks := make([]partKey, 0, n)
+	for i := range n {
+		pks = append(pks, partKey{pk: s.PK(day, i), table: true})
+	}
+	return pks
+}
+
+func (gsi) adapt(in *dynamodb.QueryInput, pk partKey) {
+	if pk.table {
+		return // eventually consistent, as the GSI is
+	}
 	in.IndexName = aws.String(schema.GSIName)
 	in.ExpressionAttributeNames["#pk"] = schema.GSIPK
 }
@@ -93,22 +124,17 @@ func (scatter) name() string        { return PathScatter }
 func (scatter) step() time.Duration { return 24 * time.Hour }
 func (scatter) lean() bool          { return false }
 
-func (sc scatter) partitions(ctx context.Context, pl *planner, start time.Time) ([]string, error) {
+func (sc scatter) partitions(ctx context.Context, pl *planner, start time.Time) ([]partKey, error) {
 	day := bucketing.Day(start)
 	from, to := pl.dayRange(start)
 	d, marked, err := pl.marked(ctx, day, from, to, sc.consistent)
 	if err != nil || !marked {
 		return nil, err
 	}
-	s := pl.stream
-	pks := make([]string, 0, d.Sched.MaxShards())
-	for n := range d.Sched.MaxShards() {
-		pks = append(pks, s.PK(day, n))
-	}
-	return pks, nil
+	return tableKeys(pl.stream, day, d.Sched.MaxShards()), nil
 }
 
-func (sc scatter) adapt(in *dynamodb.QueryInput) {
+func (sc scatter) adapt(in *dynamodb.QueryInput, _ partKey) {
 	if sc.consistent {
 		in.ConsistentRead = aws.Bool(true)
 	}

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/shardline/shardline/internal/shardmap"
@@ -18,6 +19,11 @@ const (
 	reasonForced      = "the reader is set to read the base table's shards"
 	reasonFallback    = "the GSI could not serve (%s): read the base table's shards instead"
 	reasonQuarantine  = "the quarantine is read from the base table's shards"
+	// The days of a page without GSI copies (GSI_COPIES=where-it-pays) are
+	// read from the base table's shards on every path.
+	reasonNoCopies       = "the range's days have no GSI copies (GSI_COPIES=where-it-pays): the base table's shards hold their events"
+	reasonNoCopiesForced = "the GSI path was asked for, but the range's days have no GSI copies (GSI_COPIES=where-it-pays): read from the base table's shards"
+	reasonSomeTable      = "; %d of the days read have no GSI copies (GSI_COPIES=where-it-pays) and were read from the base table's shards"
 )
 
 // planner plans one page: it reads what the range's days hold (their
@@ -34,6 +40,26 @@ type planner struct {
 	cache  *dayCache        // the container's, shared by its pages
 	now    func() time.Time // of the cache's entries
 	memo   dayMemo          // the days this page has read
+
+	tableMu   sync.Mutex
+	tableDays map[string]bool // days the GSI path read from the table: they have no GSI copies
+}
+
+// readTable records that the GSI path read day from the table's shards.
+func (pl *planner) readTable(day string) {
+	pl.tableMu.Lock()
+	defer pl.tableMu.Unlock()
+	if pl.tableDays == nil {
+		pl.tableDays = map[string]bool{}
+	}
+	pl.tableDays[day] = true
+}
+
+// readTableDays is how many days the GSI path read from the table.
+func (pl *planner) readTableDays() int {
+	pl.tableMu.Lock()
+	defer pl.tableMu.Unlock()
+	return len(pl.tableDays)
 }
 
 // newPlanner plans a page of p, making its requests through reqs.
@@ -65,6 +91,9 @@ type estimate struct {
 	buckets      int // GSI buckets the page would open: hours, or days on a day-bucket day
 	days         int // base-table day buckets the page would open
 	known        bool
+	// copied and uncopied count the days of the range the estimate
+	// walked whose events have GSI copies, and those whose have none.
+	copied, uncopied int
 }
 
 // estimate walks the page's range in its order, day by day, and adds up
@@ -107,6 +136,12 @@ func (pl *planner) estimate(ctx context.Context) (estimate, error) {
 		if d.Sched == nil {
 			continue
 		}
+		copied := d.Sched[0].Copied()
+		if copied {
+			e.copied++
+		} else {
+			e.uncopied++
+		}
 		from, to := pl.dayRange(dayStart)
 		opened := false
 		for _, h := range buckets(from, to, time.Hour, pl.p.Order) {
@@ -115,12 +150,17 @@ func (pl *planner) estimate(ctx context.Context) (estimate, error) {
 				continue
 			}
 			if hint < 0 {
-				return estimate{}, nil
+				return estimate{copied: e.copied, uncopied: e.uncopied}, nil
 			}
-			daily := d.Sched[0].DayBucket
-			if !opened || !daily {
+			if !opened || !dayWide(d) {
+				// a day without copies is read from its table
+				// shards on the GSI path too
 				e.buckets++
-				e.gsi += d.Sched.MaxGSIShards()
+				if copied {
+					e.gsi += d.Sched.MaxGSIShards()
+				} else {
+					e.gsi += d.Sched.MaxShards()
+				}
 			}
 			if !opened {
 				opened = true
@@ -149,10 +189,18 @@ func (pl *planner) choose(ctx context.Context) (path, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if f := pl.forced; f != "" {
-		if f == PathScatter {
-			return scatter{}, reasonForced, nil
+	if pl.forced == PathScatter {
+		return scatter{}, reasonForced, nil
+	}
+	if e.uncopied > 0 && e.copied == 0 {
+		// Every day the page reads is on the table alone: the GSI path
+		// would read the same shards, so the page says so plainly.
+		if pl.forced == PathGSI {
+			return scatter{}, reasonNoCopiesForced, nil
 		}
+		return scatter{}, reasonNoCopies, nil
+	}
+	if pl.forced == PathGSI {
 		return gsi{}, reasonGSI, nil
 	}
 	if !e.known {

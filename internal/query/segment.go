@@ -73,20 +73,20 @@ func (pr *pageReader) open(ctx context.Context, seg *segment, n int) {
 
 // input is the Query of partition pk within the page's bounds, with the
 // page's filters. User input travels in expression attribute values only.
-func (pr *pageReader) input(pk string) dynamodb.QueryInput {
+func (pr *pageReader) input(pk partKey) dynamodb.QueryInput {
 	in := dynamodb.QueryInput{
 		TableName:                aws.String(pr.reqs.table),
 		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
 		ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: pk},
+			":pk": &types.AttributeValueMemberS{Value: pk.pk},
 			":lo": &types.AttributeValueMemberS{Value: pr.b.lo},
 			":hi": &types.AttributeValueMemberS{Value: pr.b.hi},
 		},
 		ScanIndexForward:       aws.Bool(pr.p.Order == Asc),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
-	pr.via.adapt(&in)
+	pr.via.adapt(&in, pk)
 	var filters []string
 	for _, f := range []struct{ attr, val string }{{schema.Type, pr.p.Type}, {schema.Subject, pr.p.Subject}} {
 		if f.val == "" {

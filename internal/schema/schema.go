@@ -46,6 +46,13 @@ const (
 	// buckets, finds no schedule it can read and fails, and is retried,
 	// rather than hiding events.
 	DaySchedule = "dsched"
+	// BaseSchedule is the shard-count record's list of steps in place of
+	// Schedule on a day whose events have no GSI copy
+	// (bucketing.Step.NoGSICopy, GSI_COPIES=where-it-pays). Its own name,
+	// for the same reason: a reader from before it would look for the
+	// day's events on the GSI and find none; it fails instead, and a
+	// writer from before it would give them copies the readers skip.
+	BaseSchedule = "bsched"
 	Hours       = "hrs" // hour index: the UTC hours of a day that hold events (a number set)
 )
 

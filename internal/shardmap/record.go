@@ -58,6 +58,9 @@ func (r *Registry) write(ctx context.Context, key string, rec record) error {
 	if len(rec.sched) > 0 && rec.sched[0].DayBucket {
 		attr = schema.DaySchedule
 	}
+	if len(rec.sched) > 0 && rec.sched[0].NoGSICopy {
+		attr = schema.BaseSchedule
+	}
 	item[attr] = &types.AttributeValueMemberL{Value: steps}
 	item[schema.Version] = num(rec.ver + 1)
 	if rec.expires > 0 {
@@ -88,13 +91,21 @@ func metaKey(pk string) map[string]types.AttributeValue {
 func num(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
 
 func decode(item map[string]types.AttributeValue) (record, error) {
-	l, ok := item[schema.Schedule].(*types.AttributeValueMemberL)
-	daily := false
-	if !ok {
-		if l, ok = item[schema.DaySchedule].(*types.AttributeValueMemberL); !ok {
-			return record{}, fmt.Errorf("no %q or %q list", schema.Schedule, schema.DaySchedule)
+	// A record of the releases before GSI_COPIES has "sched" or "dsched":
+	// its events have copies.
+	var l *types.AttributeValueMemberL
+	daily, base := false, false
+	for _, a := range []struct {
+		name        string
+		daily, base bool
+	}{{schema.Schedule, false, false}, {schema.DaySchedule, true, false}, {schema.BaseSchedule, false, true}} {
+		if v, ok := item[a.name].(*types.AttributeValueMemberL); ok {
+			l, daily, base = v, a.daily, a.base
+			break
 		}
-		daily = true
+	}
+	if l == nil {
+		return record{}, fmt.Errorf("no %q, %q or %q list", schema.Schedule, schema.DaySchedule, schema.BaseSchedule)
 	}
 	ver, err := intAttr(item[schema.Version])
 	if err != nil {
@@ -112,7 +123,7 @@ func decode(item map[string]types.AttributeValue) (record, error) {
 		if !ok {
 			return record{}, fmt.Errorf("step %d is not a map", i)
 		}
-		st := bucketing.Step{DayBucket: daily}
+		st := bucketing.Step{DayBucket: daily, NoGSICopy: base}
 		for name, dst := range map[string]*int{"from": &st.From, "n": &st.Shards, "g": &st.GSIShards} {
 			if *dst, err = intAttr(m.Value[name]); err != nil {
 				return record{}, fmt.Errorf("step %d %s: %w", i, name, err)

@@ -8,7 +8,9 @@
 // schema.DaySchedule) is a bucketing.Schedule. The first writer of a day creates
 // it with the configured counts from minute 0 (or more, see Config.Carry),
 // and chooses the day's GSI time bucket: the whole day if the previous day
-// was quiet (Day.Quiet), the hour otherwise. When the configuration later
+// was quiet (Day.Quiet), the hour otherwise; and, with Config.Copies set
+// to CopiesWhereItPays, whether the day's events get a GSI copy at all
+// (stored as "bsched", schema.BaseSchedule, when they do not). When the configuration later
 // asks for more shards, a writer appends a step that starts Lead after now
 // (rounded up to a minute): no event already written can carry a time that
 // late (events are at most cloudevent.MaxFuture ahead), and every writer,
@@ -136,6 +138,10 @@ type Config struct {
 	// source no longer needs decay by half a day). Adaptive sharding sets
 	// it; the configuration stays the floor.
 	Carry bool
+	// Copies says on which days events get a GSI copy; empty is
+	// CopiesAlways. The decision is made when a day's record is created
+	// and kept in it (bucketing.Step.NoGSICopy).
+	Copies Copies
 }
 
 func (c Config) want(s bucketing.Stream) (int, int) {
@@ -212,6 +218,13 @@ func (r *Registry) schedule(ctx context.Context, s bucketing.Stream, day string,
 			return nil, err
 		}
 		first := bucketing.Step{Shards: wantN, GSIShards: wantG}
+		if rec.sched != nil && rec.sched[0].NoGSICopy && rec.sched[0].Shards == 1 {
+			// A day without copies that began on one table shard (the
+			// day after a quiet day, see Copies) is below the
+			// configuration by design: it is not raised to it, only by
+			// adaptive sharding (Raise), as it turns busy.
+			first.Shards = 1
+		}
 		if rec.sched == nil && s.Space == bucketing.Events {
 			if first, err = r.start(ctx, s, day, first, &p.prev); err != nil {
 				return nil, err
@@ -278,7 +291,8 @@ func (r *Registry) RaiseUnlessCovered(ctx context.Context, s bucketing.Stream, d
 			return nil, false, fmt.Errorf("shard record %s: gone while raising", key)
 		}
 		var next bucketing.Schedule
-		if last := rec.sched.Last(); last.Shards < cover.Shards || last.GSIShards < cover.GSIShards {
+		// A day without GSI copies has no GSI keys to raise.
+		if last := rec.sched.Last(); last.Shards < cover.Shards || (last.Copied() && last.GSIShards < cover.GSIShards) {
 			next = extend(rec.sched, day, to, now.Add(leadOf(s)))
 		}
 		if next == nil {
@@ -346,6 +360,9 @@ func extend(sched bucketing.Schedule, day string, want bucketing.Step, at time.T
 	}
 	wantN, wantG := want.Shards, want.GSIShards
 	last := sched.Last()
+	if last.NoGSICopy {
+		wantG = last.GSIShards // nothing to spread on the GSI
+	}
 	if wantN <= last.Shards && wantG <= last.GSIShards {
 		return nil
 	}
@@ -357,7 +374,8 @@ func extend(sched bucketing.Schedule, day string, want bucketing.Step, at time.T
 		return nil
 	}
 	m := from.Hour()*60 + from.Minute()
-	step := bucketing.Step{From: m, Shards: max(wantN, last.Shards), GSIShards: max(wantG, last.GSIShards), DayBucket: last.DayBucket}
+	step := bucketing.Step{From: m, Shards: max(wantN, last.Shards), GSIShards: max(wantG, last.GSIShards),
+		DayBucket: last.DayBucket, NoGSICopy: last.NoGSICopy}
 	if m <= last.From {
 		// The last step starts no earlier than a new one could: no writer
 		// can have placed an event by it yet, for the same reason it could

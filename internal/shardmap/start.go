@@ -21,7 +21,7 @@ func (r *Registry) start(ctx context.Context, s bucketing.Stream, day string, fi
 	if *prev == nil {
 		prevDay, ok := previousDay(day)
 		if !ok {
-			return first, nil
+			return r.Config.copies(s.Source, first, false), nil
 		}
 		p, err := r.readPrevious(ctx, s, prevDay)
 		if err != nil {
@@ -31,18 +31,76 @@ func (r *Registry) start(ctx context.Context, s bucketing.Stream, day string, fi
 	}
 	pd := (*prev).day
 	if pd.Sched == nil {
-		return first, nil
+		return r.Config.copies(s.Source, first, false), nil
 	}
 	if r.Config.Carry {
 		last := pd.Sched.Last()
 		pn, pg := last.Shards, last.GSIShards
+		if last.NoGSICopy {
+			// A day without copies never raises its GSI count: what
+			// its events needed of the GSI is what they needed of the
+			// table (a key takes an hour's events, or a day's, at the
+			// same rate).
+			pg = pn
+		}
 		if len(pd.Sched) == 1 {
 			pn, pg = pn/2, pg/2
 		}
 		first.Shards, first.GSIShards = max(first.Shards, pn), max(first.GSIShards, pg)
 	}
-	first.DayBucket = pd.Quiet() // a raised day is not quiet
-	return first, nil
+	quiet := pd.Quiet() // a raised day is not quiet
+	first.DayBucket = quiet
+	return r.Config.copies(s.Source, first, quiet), nil
+}
+
+// Copies says on which days a source's events get a GSI copy: the
+// ingest function's GSI_COPIES.
+type Copies string
+
+// The settings of Copies.
+const (
+	// CopiesAlways gives every event a GSI copy: a second write unit an
+	// event (at least; a write unit per KB of what the GSI projects). The
+	// default.
+	CopiesAlways Copies = "always"
+	// CopiesWhereItPays gives a day's events a copy only when the day's
+	// GSI keys are fewer than its table keys, so that the GSI reads a page
+	// in fewer requests than the table's shards: a day with one table
+	// shard, or as many GSI shards as table shards, has none. A day that
+	// follows a quiet day (Day.Quiet) starts on one table shard (unless
+	// the source's count is an override) and so without copies: its pages
+	// are one Query of one key, as its GSI day bucket's were. Adaptive
+	// sharding raises its table count if it turns busy.
+	CopiesWhereItPays Copies = "where-it-pays"
+)
+
+// ParseCopies reads a Copies setting; empty is CopiesAlways.
+func ParseCopies(s string) (Copies, error) {
+	switch Copies(s) {
+	case "", CopiesAlways:
+		return CopiesAlways, nil
+	case CopiesWhereItPays:
+		return CopiesWhereItPays, nil
+	}
+	return "", fmt.Errorf("%q: want %s or %s", s, CopiesAlways, CopiesWhereItPays)
+}
+
+// copies decides whether the day of source that starts with first gets
+// GSI copies, and returns the first step with the decision in it; quiet
+// says the day before was quiet.
+func (c Config) copies(source string, first bucketing.Step, quiet bool) bucketing.Step {
+	if c.Copies != CopiesWhereItPays {
+		return first
+	}
+	if _, fixed := c.Shards.Overrides[source]; quiet && !fixed {
+		first.Shards = 1
+	}
+	if first.Shards <= first.GSIShards {
+		// The GSI would read a page's hour in as many requests as the
+		// table's shards read its day in: the copy saves nothing.
+		first.NoGSICopy, first.DayBucket = true, false
+	}
+	return first
 }
 
 // previous is what creating a day's record needs of the day before: its

@@ -17,7 +17,18 @@ type Step struct {
 	// never changes, so each of the day's events has its GSI entry under
 	// the day's one layout.
 	DayBucket bool
+	// NoGSICopy: the day's events have no GSI copy (the GSI is sparse):
+	// they are written to the base table only, and read from its shards
+	// by every path. Like DayBucket it is the same in every step: it is
+	// chosen when the day's record is created (GSI_COPIES=where-it-pays,
+	// on a day where the copy would not save its readers a request) and
+	// never changes, so every writer and reader of the day agrees on it.
+	// GSIShards means nothing on such a day and is never raised.
+	NoGSICopy bool
 }
+
+// Copied says whether the step's events have a GSI copy.
+func (st Step) Copied() bool { return !st.NoGSICopy }
 
 // Schedule is the record of the shard counts in effect for one stream on one
 // day, ordered by From, the first step from minute 0.
@@ -87,6 +98,12 @@ func (s Schedule) Validate() error {
 		}
 		if st.DayBucket != s[0].DayBucket {
 			return fmt.Errorf("shard schedule step %d has a different GSI bucket from step 0", i)
+		}
+		if st.NoGSICopy != s[0].NoGSICopy {
+			return fmt.Errorf("shard schedule step %d differs from step 0 in whether events have a GSI copy", i)
+		}
+		if st.NoGSICopy && st.DayBucket {
+			return fmt.Errorf("shard schedule step %d has a GSI day bucket but no GSI copy", i)
 		}
 		if st.Shards < 1 || st.Shards > MaxShards || st.GSIShards < 1 || st.GSIShards > MaxShards {
 			return fmt.Errorf("shard schedule step %d has counts %d/%d outside [1, %d]", i, st.Shards, st.GSIShards, MaxShards)
