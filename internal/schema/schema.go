@@ -53,7 +53,7 @@ const (
 	// day's events on the GSI and find none; it fails instead, and a
 	// writer from before it would give them copies the readers skip.
 	BaseSchedule = "bsched"
-	Hours       = "hrs" // hour index: the UTC hours of a day that hold events (a number set)
+	Hours        = "hrs" // hour index: the UTC hours of a day that hold events (a number set)
 )
 
 // StreamView is what the table's stream carries: the new image of each
