@@ -243,6 +243,39 @@ func mappingBatches(t *testing.T, recs []events.DynamoDBEventRecord, batchSize, 
 	return out
 }
 
+// deliver gives h a Kinesis batch as the event source mapping does: again
+// from the first record it reports, until it reports none. A batch of 500
+// new sources spends its first-of-day setup's share of the invocation's
+// time, and on a busy machine may not finish it in one delivery; the next
+// resumes where it stopped (ingest's setUp), so the machine's speed
+// changes how many deliveries it takes, never what is stored.
+func deliver(t *testing.T, h *ingest.Handler, k events.KinesisEvent) {
+	t.Helper()
+	for attempt := 1; len(k.Records) > 0; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		resp, err := h.Kinesis(ctx, k)
+		cancel()
+		if err != nil {
+			t.Fatalf("ingest: %v", err)
+		}
+		if len(resp.BatchItemFailures) == 0 {
+			return
+		}
+		if attempt == 100 {
+			t.Fatalf("ingest: %d records still failed after %d deliveries", len(resp.BatchItemFailures), attempt)
+		}
+		first := len(k.Records)
+		for _, f := range resp.BatchItemFailures {
+			for i, r := range k.Records {
+				if r.Kinesis.SequenceNumber == f.ItemIdentifier {
+					first = min(first, i)
+				}
+			}
+		}
+		k.Records = k.Records[first:]
+	}
+}
+
 // TestQuietSourcesShareObjects: 5,000 quiet sources, one event each,
 // stored by the ingest function on DynamoDB Local and delivered from its
 // stream in batches as the mapping cuts them (10,000 records or 6 MB):
@@ -268,9 +301,7 @@ func TestQuietSourcesShareObjects(t *testing.T) {
 			EventSourceArn: "arn:aws:kinesis:us-east-1:000000000000:stream/s",
 			Kinesis:        events.KinesisRecord{Data: b, SequenceNumber: fmt.Sprint(i)}})
 		if len(k.Records) == 500 || i == sources-1 {
-			if resp, err := h.Kinesis(ctx, k); err != nil || len(resp.BatchItemFailures) > 0 {
-				t.Fatalf("ingest: %v %v", err, resp.BatchItemFailures)
-			}
+			deliver(t, h, k)
 			k.Records = nil
 		}
 	}
