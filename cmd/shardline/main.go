@@ -1,6 +1,5 @@
-// Command shardline is the project's tool. Its subcommands:
+// Command shardline is the operator's tool. Its subcommands:
 //
-//	shardline dev     run the pipeline locally on DynamoDB Local (make run)
 //	shardline shards  print the shard count for a peak rate and item size
 //	shardline advise  shard counts for a source, checked by the partition simulator
 //	shardline heatsim simulate partition heat under several key designs
@@ -17,7 +16,9 @@
 //	shardline explore the explorer page for a deployed API, signed with SigV4
 //
 // Run "shardline <command> -h" for a command's flags. Each command lives in
-// its own file; this one only dispatches.
+// its own file; this one only dispatches. The local pipeline is its own
+// binary, local/cmd/shardline-dev (make run), so that this one carries no
+// local engine.
 package main
 
 import (
@@ -38,7 +39,6 @@ type command struct {
 }
 
 var commands = []command{
-	{"dev", "run the pipeline locally on DynamoDB Local and serve the API", dev},
 	{"shards", "print the shard count for a source's peak write rate", shards},
 	{"advise", "shard and GSI shard counts for a source, checked by the simulator", advise},
 	{"heatsim", "simulate partition heat under the naive key designs and shardline's", heat},
@@ -53,6 +53,12 @@ var commands = []command{
 	{"explore", "serve the explorer page for a deployed API, signing its calls with your AWS credentials", explore},
 }
 
+// moved names the commands that left this binary for their own, and where
+// they went: asked for, shardline says so rather than "unknown command".
+var moved = map[string]string{
+	"dev": "dev moved: run `make run` or `go run ./local/cmd/shardline-dev`",
+}
+
 // usage lists the commands.
 func usage() string {
 	var b strings.Builder
@@ -61,6 +67,7 @@ func usage() string {
 		fmt.Fprintf(&b, "  %-30s %s\n", "shardline "+c.name+" [flags]", c.summary)
 	}
 	b.WriteString("\nRun \"shardline <command> -h\" for the flags of a command.\n")
+	b.WriteString("\nThe local pipeline is its own command: make run (local/cmd/shardline-dev).\n")
 	return b.String()
 }
 
@@ -88,6 +95,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.name == name {
 			return exitCode(c.run(rest, stdout, stderr), stderr)
 		}
+	}
+	if where, ok := moved[name]; ok {
+		fmt.Fprintln(stderr, "shardline:", where)
+		return 2
 	}
 	fmt.Fprintf(stderr, "shardline: unknown command %q\n\n%s", name, usage())
 	return 2
