@@ -129,7 +129,7 @@ bench: deps java
 	@echo "retry amplification: four writers 2.7x over one key of the partition model, paced and blind:"
 	$(GO) test -run '^$$' -bench 'RetryAmplification' -benchtime 3x ./internal/writer \
 	  | grep -E '^(goos|goarch|pkg|cpu|Benchmark)' | tee bench/results/retry.txt
-	$(GO) run ./cmd/shardline bench -out bench/results
+	$(GO) run ./bench/cmd/shardline-bench -out bench/results
 
 CDK := tools/node_modules/.bin/cdk --no-notices
 

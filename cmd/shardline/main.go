@@ -3,7 +3,6 @@
 //	shardline shards  print the shard count for a peak rate and item size
 //	shardline advise  shard counts for a source, checked by the partition simulator
 //	shardline heatsim simulate partition heat under several key designs
-//	shardline bench   measure shardline against the naive design (make bench)
 //	shardline quarantine list|replay
 //	                  list quarantined records; replay them under the current rules
 //	shardline redrive re-process the stream batches Lambda gave up on
@@ -17,8 +16,8 @@
 //
 // Run "shardline <command> -h" for a command's flags. Each command lives in
 // its own file; this one only dispatches. The local pipeline is its own
-// binary, local/cmd/shardline-dev (make run), so that this one carries no
-// local engine.
+// binary, local/cmd/shardline-dev (make run), and so is the benchmark,
+// bench/cmd/shardline-bench (make bench), so that this one carries neither.
 package main
 
 import (
@@ -42,7 +41,6 @@ var commands = []command{
 	{"shards", "print the shard count for a source's peak write rate", shards},
 	{"advise", "shard and GSI shard counts for a source, checked by the simulator", advise},
 	{"heatsim", "simulate partition heat under the naive key designs and shardline's", heat},
-	{"bench", "measure ingest, queries and cold start against the naive design", bench},
 	{"quarantine", "list quarantined records, or replay them under the current rules", quarantine},
 	{"redrive", "re-process the stream batches Lambda gave up on, from the on-failure bucket", redriveCmd},
 	{"archive", "print the Athena query of a source's archived events over UTC days (archive query)", archiveCmd},
@@ -56,7 +54,8 @@ var commands = []command{
 // moved names the commands that left this binary for their own, and where
 // they went: asked for, shardline says so rather than "unknown command".
 var moved = map[string]string{
-	"dev": "dev moved: run `make run` or `go run ./local/cmd/shardline-dev`",
+	"dev":   "dev moved: run `make run` or `go run ./local/cmd/shardline-dev`",
+	"bench": "bench moved: run `make bench` or `go run ./bench/cmd/shardline-bench`",
 }
 
 // usage lists the commands.
@@ -67,7 +66,8 @@ func usage() string {
 		fmt.Fprintf(&b, "  %-30s %s\n", "shardline "+c.name+" [flags]", c.summary)
 	}
 	b.WriteString("\nRun \"shardline <command> -h\" for the flags of a command.\n")
-	b.WriteString("\nThe local pipeline is its own command: make run (local/cmd/shardline-dev).\n")
+	b.WriteString("\nThe local pipeline and the benchmark are their own commands:\n" +
+		"make run (local/cmd/shardline-dev) and make bench (bench/cmd/shardline-bench).\n")
 	return b.String()
 }
 

@@ -21,6 +21,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"help", "dev"}, 2, "", "go run ./local/cmd/shardline-dev"},
 		{[]string{"bogus"}, 2, "", "unknown command"},
 		{[]string{"--help"}, 0, "make run (local/cmd/shardline-dev)", ""},
+		{[]string{"--help"}, 0, "make bench (bench/cmd/shardline-bench)", ""},
 		{nil, 2, "usage:", ""},
 		{[]string{"advise", "-peak", "50000"}, 0, "shards:      72", ""},
 		{[]string{"advise", "-peak", "50000"}, 0, "0.00% of writes throttled", ""},
@@ -31,7 +32,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"heatsim", "-ramp", "-rise", "2m", "-hold", "1m"}, 0, "11:50:14 → 11:52", ""},
 		{[]string{"heatsim", "-ramp", "-writers", "1", "-markdown"}, 0, "→ 11:52, 11:58: 62/62 (throttled, rising:", ""},
 		{[]string{"heatsim", "-ramp", "-ramp-from", "0"}, 1, "", "-ramp-from must be positive"},
-		{[]string{"bench", "-events", "0"}, 1, "", "must be positive"},
+		{[]string{"bench", "-events", "0"}, 2, "", "bench moved: run `make bench` or `go run ./bench/cmd/shardline-bench`"},
 		{[]string{"help", "bogus"}, 2, "", "unknown command"},
 	}
 	for _, c := range cases {
