@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/shardline/shardline/bench/heatsim"
+	"github.com/shardline/shardline/ops/heatsim"
 )
 
 // heatHelp is what "shardline heatsim -h" prints before the flags.
