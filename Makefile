@@ -15,9 +15,11 @@ export JSII_DEPRECATED := quiet
 .PHONY: run test build synth deploy bench fuzz deps java vet fmt clean
 
 ## run: start DynamoDB Local, kinesalite and a local S3, create the table and stream, serve the API on localhost:8080, poll the stream, replay events/
+## (bin/shardline-dev, from local/cmd/shardline-dev; it also builds the operator's bin/shardline, for the commands the docs show beside it)
 run: deps java
 	$(GO) build -o $(BIN)/shardline ./cmd/shardline
-	./$(BIN)/shardline dev $(ARGS)
+	$(GO) build -o $(BIN)/shardline-dev ./local/cmd/shardline-dev
+	./$(BIN)/shardline-dev $(ARGS)
 
 ## test: gofmt check, go vet, and every test; the race detector on everything but the CDK app
 ## (its tests drive jsii's Node process, and instrumenting them finds nothing of ours), the
@@ -127,7 +129,7 @@ bench: deps java
 	@echo "retry amplification: four writers 2.7x over one key of the partition model, paced and blind:"
 	$(GO) test -run '^$$' -bench 'RetryAmplification' -benchtime 3x ./internal/writer \
 	  | grep -E '^(goos|goarch|pkg|cpu|Benchmark)' | tee bench/results/retry.txt
-	$(GO) run ./cmd/shardline bench -out bench/results
+	$(GO) run ./bench/cmd/shardline-bench -out bench/results
 
 CDK := tools/node_modules/.bin/cdk --no-notices
 

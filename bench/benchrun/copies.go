@@ -285,7 +285,7 @@ func copiesMarkdown(b *strings.Builder, rows []CopyRow) {
 	b.WriteString("\nEach workload's source written over two UTC days through the ingest handler (an hour's first batch as the workload's rate makes it, the rest at the hour's end), read at noon of the second through the query handler, in a warm container (the days' shard records and hour indexes in its cache, as a dashboard's refresh finds them). docs/cost.md says what it means.\n")
 }
 
-// RunCopies measures the GSI copy alone (shardline bench -copies-only)
+// RunCopies measures the GSI copy alone (shardline-bench -copies-only)
 // and prints its table.
 func RunCopies(ctx context.Context, o Options) ([]CopyRow, error) {
 	fmt.Fprintln(o.Out, "starting DynamoDB Local ...")

@@ -185,7 +185,7 @@ Scaled to a million events: per-event items by the events their function saw; th
 Anchors: the seed articles' write path (` + "`naive`" + `: one PutItem per event under the key EVENTS, no GSI, items kept a month) and Kinesis Data Firehose Direct PUT to S3 (each record rounded up to 5 KB, gzip, default 5 MB / 300 s buffering; stored bytes from the sample's measured gzip ratio). Neither includes the compute that calls it.
 `
 
-// RunCost runs the cost model alone (shardline bench -cost-only): DynamoDB
+// RunCost runs the cost model alone (shardline-bench -cost-only): DynamoDB
 // Local and the stub, the workloads of o.Cost, then cost.md and cost.json
 // in o.ResultsDir, leaving the other results as they are.
 func RunCost(ctx context.Context, o Options) (*CostReport, error) {

@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/shardline/shardline/bench/heatsim"
+	"github.com/shardline/shardline/ops/heatsim"
 )
 
 // adviseHelp is what "shardline advise -h" prints before the flags.

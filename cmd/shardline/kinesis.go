@@ -19,12 +19,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go"
-
-	"github.com/shardline/shardline/local/kinesislocal"
 )
 
 // localKinesis is make run's kinesalite.
 const localKinesis = "http://127.0.0.1:4567"
+
+// localKinesisRegion is the region requests to a local Kinesis are signed
+// for when none is configured: kinesalite's, kinesislocal.Region
+// (TestLocalKinesisRegion keeps them equal without building the local
+// engine into this binary).
+const localKinesisRegion = "us-east-1"
 
 // streamCheckTimeout bounds the check that the stream is there: a Kinesis
 // that does not answer in this time is reported, not waited on.
@@ -67,7 +71,7 @@ func kinesisClient(ctx context.Context, flag string) (*kinesis.Client, string, e
 	}
 	if local {
 		if cfg.Region == "" {
-			cfg.Region = kinesislocal.Region
+			cfg.Region = localKinesisRegion
 		}
 		if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
 			// kinesalite takes any credentials.

@@ -1,10 +1,7 @@
-// Command shardline is the project's tool. Its subcommands:
+// Command shardline is the operator's tool. Its subcommands:
 //
-//	shardline dev     run the pipeline locally on DynamoDB Local (make run)
 //	shardline shards  print the shard count for a peak rate and item size
 //	shardline advise  shard counts for a source, checked by the partition simulator
-//	shardline heatsim simulate partition heat under several key designs
-//	shardline bench   measure shardline against the naive design (make bench)
 //	shardline quarantine list|replay
 //	                  list quarantined records; replay them under the current rules
 //	shardline redrive re-process the stream batches Lambda gave up on
@@ -17,7 +14,10 @@
 //	shardline explore the explorer page for a deployed API, signed with SigV4
 //
 // Run "shardline <command> -h" for a command's flags. Each command lives in
-// its own file; this one only dispatches.
+// its own file; this one only dispatches. The local pipeline is its own
+// binary, local/cmd/shardline-dev (make run), and so are the benchmark,
+// bench/cmd/shardline-bench (make bench), and the heat simulator's
+// comparisons, bench/cmd/heatsim, so that this one carries none of them.
 package main
 
 import (
@@ -38,11 +38,8 @@ type command struct {
 }
 
 var commands = []command{
-	{"dev", "run the pipeline locally on DynamoDB Local and serve the API", dev},
 	{"shards", "print the shard count for a source's peak write rate", shards},
 	{"advise", "shard and GSI shard counts for a source, checked by the simulator", advise},
-	{"heatsim", "simulate partition heat under the naive key designs and shardline's", heat},
-	{"bench", "measure ingest, queries and cold start against the naive design", bench},
 	{"quarantine", "list quarantined records, or replay them under the current rules", quarantine},
 	{"redrive", "re-process the stream batches Lambda gave up on, from the on-failure bucket", redriveCmd},
 	{"archive", "print the Athena query of a source's archived events over UTC days (archive query)", archiveCmd},
@@ -53,14 +50,25 @@ var commands = []command{
 	{"explore", "serve the explorer page for a deployed API, signing its calls with your AWS credentials", explore},
 }
 
+// moved names the commands that left this binary for their own, and where
+// they went: asked for, shardline says so rather than "unknown command".
+var moved = map[string]string{
+	"dev":     "dev moved: run `make run` or `go run ./local/cmd/shardline-dev`",
+	"bench":   "bench moved: run `make bench` or `go run ./bench/cmd/shardline-bench`",
+	"heatsim": "heatsim moved: run `go run ./bench/cmd/heatsim`",
+}
+
 // usage lists the commands.
 func usage() string {
 	var b strings.Builder
-	b.WriteString("shardline: tools for the shardline event pipeline\n\nusage:\n")
+	b.WriteString("shardline: the operator's tools for the shardline event pipeline\n\nusage:\n")
 	for _, c := range commands {
 		fmt.Fprintf(&b, "  %-30s %s\n", "shardline "+c.name+" [flags]", c.summary)
 	}
 	b.WriteString("\nRun \"shardline <command> -h\" for the flags of a command.\n")
+	b.WriteString("\nThe local pipeline, the benchmark and the heat simulator are their own commands:\n" +
+		"make run (local/cmd/shardline-dev), make bench (bench/cmd/shardline-bench)\n" +
+		"and go run ./bench/cmd/heatsim.\n")
 	return b.String()
 }
 
@@ -88,6 +96,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.name == name {
 			return exitCode(c.run(rest, stdout, stderr), stderr)
 		}
+	}
+	if where, ok := moved[name]; ok {
+		fmt.Fprintln(stderr, "shardline:", where)
+		return 2
 	}
 	fmt.Fprintf(stderr, "shardline: unknown command %q\n\n%s", name, usage())
 	return 2

@@ -23,11 +23,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
-	"github.com/shardline/shardline/local/esm"
 	"github.com/shardline/shardline/ops/onfailure"
 )
 
@@ -37,6 +37,11 @@ type S3API interface {
 	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
+
+// KinesisHandler is a Kinesis handler with partial batch responses, as
+// ingest.Handler.Kinesis is. It is the shape local/esm drives too; redrive
+// declares its own so that the operator's binary carries no local engine.
+type KinesisHandler func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error)
 
 // Consumer names who gave a batch up, and so who re-processes it.
 type Consumer string
@@ -54,7 +59,7 @@ type Redriver struct {
 	Bucket string
 	// Ingest is the ingest function's Kinesis handler
 	// (ingest.Handler.Kinesis); nil leaves Kinesis batches in the bucket.
-	Ingest esm.Handler
+	Ingest KinesisHandler
 	// Counter and Archive are the counter's and the archive's code; nil
 	// leaves their batches in the bucket.
 	Counter *counts.Counter

@@ -1,20 +1,26 @@
+// Command heatsim simulates partition heat under the seed articles' key
+// designs and shardline's (docs/heatsim.md). It is its own binary, beside
+// the benchmark, so that the operator's shardline carries only advise of
+// the simulator's uses.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/shardline/shardline/bench/heatsim"
+	"github.com/shardline/shardline/ops/heatsim"
 )
 
-// heatHelp is what "shardline heatsim -h" prints before the flags.
-const heatHelp = `usage: shardline heatsim [flags]
+// heatHelp is what "heatsim -h" prints before the flags.
+const heatHelp = `usage: heatsim [flags]
 
 Replays a workload against a model of DynamoDB's partitions (docs/heatsim.md)
 under the seed articles' key designs and shardline's, with shardline's shard
@@ -40,18 +46,32 @@ do not apply to the ramp (adaptive capacity isolates at once; no data is
 stored).
 
 examples:
-  shardline heatsim -duration 2m         one source at 50,000 events/s
-  shardline heatsim -rate 80000 -sources 200 -burst 3 -json
-  shardline heatsim -ramp                10 to 50,000 events/s over ten minutes
-  shardline heatsim -ramp -exponential -writers 16 -markdown
+  heatsim -duration 2m                   one source at 50,000 events/s
+  heatsim -rate 80000 -sources 200 -burst 3 -json
+  heatsim -ramp                          10 to 50,000 events/s over ten minutes
+  heatsim -ramp -exponential -writers 16 -markdown
 
 flags:
 `
 
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs heat and turns its outcome into an exit code: 0 done or help
+// shown, 1 failed.
+func run(args []string, stdout, stderr io.Writer) int {
+	if err := heat(args, stdout, stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stderr, "heatsim:", err)
+		return 1
+	}
+	return 0
+}
+
 // heat simulates partition heat under the seed articles' key designs and
 // shardline's.
 func heat(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("shardline heatsim", flag.ContinueOnError)
+	fs := flag.NewFlagSet("heatsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	total := fs.Float64("rate", 50000, "events per second, all sources together")
 	sources := fs.Int("sources", 1, "number of sources, Zipf-distributed")

