@@ -7,7 +7,6 @@ package ingest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
@@ -15,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/adapt"
@@ -140,31 +138,7 @@ func (h *Handler) limits() cloudevent.Limits {
 // Gateway HTTP API (v2) request or a REST API (v1) proxy request and answers
 // each in kind.
 func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
-	shape, err := apigw.ShapeOf(payload)
-	if err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	switch shape {
-	case apigw.Kinesis:
-		var ev events.KinesisEvent
-		if err := json.Unmarshal(payload, &ev); err != nil {
-			return nil, fmt.Errorf("ingest: decode Kinesis event: %w", err)
-		}
-		return h.Kinesis(ctx, ev)
-	case apigw.HTTP:
-		var req events.APIGatewayV2HTTPRequest
-		if err := json.Unmarshal(payload, &req); err != nil {
-			return nil, fmt.Errorf("ingest: decode HTTP API request: %w", err)
-		}
-		return h.HTTP(ctx, req)
-	case apigw.REST:
-		var req events.APIGatewayProxyRequest
-		if err := json.Unmarshal(payload, &req); err != nil {
-			return nil, fmt.Errorf("ingest: decode REST API request: %w", err)
-		}
-		return h.REST(ctx, req)
-	}
-	return nil, fmt.Errorf("ingest: unrecognised invocation: want a Kinesis event or an API Gateway request")
+	return apigw.Handlers{Kinesis: h.Kinesis, HTTP: h.HTTP, REST: h.REST}.Invoke(ctx, "ingest", payload)
 }
 
 // report logs an invocation's outcome and writes its metrics.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -74,25 +73,7 @@ func (h *Handler) REST(ctx context.Context, req events.APIGatewayProxyRequest) (
 // Invoke is the Lambda entry point: an HTTP API (v2) or REST API (v1)
 // request.
 func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
-	shape, err := apigw.ShapeOf(payload)
-	if err != nil {
-		return nil, fmt.Errorf("query: %w", err)
-	}
-	switch shape {
-	case apigw.HTTP:
-		var req events.APIGatewayV2HTTPRequest
-		if err := json.Unmarshal(payload, &req); err != nil {
-			return nil, fmt.Errorf("query: decode HTTP API request: %w", err)
-		}
-		return h.HTTP(ctx, req)
-	case apigw.REST:
-		var req events.APIGatewayProxyRequest
-		if err := json.Unmarshal(payload, &req); err != nil {
-			return nil, fmt.Errorf("query: decode REST API request: %w", err)
-		}
-		return h.REST(ctx, req)
-	}
-	return nil, errors.New("query: unrecognised invocation: want an API Gateway request")
+	return apigw.Handlers{HTTP: h.HTTP, REST: h.REST}.Invoke(ctx, "query", payload)
 }
 
 func (h *Handler) serve(ctx context.Context, r apigw.Request) apigw.Response {
