@@ -118,16 +118,10 @@ func (pl *planner) estimate(ctx context.Context) (estimate, error) {
 	for i, dayStart := range starts {
 		day := bucketing.Day(dayStart)
 		if i > 0 && !pl.known(day, pl.p.Consistent) {
-			// The first day did not cover the page: read the next days
-			// at once, more each time the page gets this far.
-			var next []string
-			for _, t := range starts[i:min(i+ahead, len(starts))] {
-				next = append(next, bucketing.Day(t))
-			}
-			if err := pl.prefetch(ctx, next, pl.p.Consistent); err != nil {
+			var err error
+			if ahead, err = pl.readAhead(ctx, starts[i:], ahead); err != nil {
 				return e, err
 			}
-			ahead = min(2*ahead, batchGetKeys/2)
 		}
 		d, err := pl.day(ctx, day, pl.p.Consistent)
 		if err != nil {
@@ -136,12 +130,7 @@ func (pl *planner) estimate(ctx context.Context) (estimate, error) {
 		if d.Sched == nil {
 			continue
 		}
-		copied := d.Sched[0].Copied()
-		if copied {
-			e.copied++
-		} else {
-			e.uncopied++
-		}
+		copied := e.count(d)
 		from, to := pl.dayRange(dayStart)
 		opened := false
 		for _, h := range buckets(from, to, time.Hour, pl.p.Order) {
@@ -177,6 +166,32 @@ func (pl *planner) estimate(ctx context.Context) (estimate, error) {
 	}
 	e.known = true
 	return e, nil
+}
+
+// readAhead reads, once the first day did not cover the page, the days
+// that start starts, ahead of them at once; the next time the page gets
+// this far, twice as many.
+func (pl *planner) readAhead(ctx context.Context, starts []time.Time, ahead int) (int, error) {
+	var next []string
+	for _, t := range starts[:min(ahead, len(starts))] {
+		next = append(next, bucketing.Day(t))
+	}
+	if err := pl.prefetch(ctx, next, pl.p.Consistent); err != nil {
+		return ahead, err
+	}
+	return min(2*ahead, batchGetKeys/2), nil
+}
+
+// count counts d among the days with GSI copies or without, and says
+// which it is.
+func (e *estimate) count(d shardmap.Day) bool {
+	copied := d.Sched[0].Copied()
+	if copied {
+		e.copied++
+	} else {
+		e.uncopied++
+	}
+	return copied
 }
 
 // choose is the path an eventually consistent page of events takes, and
