@@ -239,7 +239,7 @@ func copyUnits(ctx context.Context, client *dynamodb.Client, table, source, day 
 			return 0, fmt.Errorf("copies: scan %s: %w", table, err)
 		}
 		for _, it := range out.Items {
-			k, err := bucketing.ParsePK(str(it[schema.PK]))
+			k, err := bucketing.ParsePK(schema.S(it[schema.PK]))
 			if err != nil || k.Space != bucketing.Events || k.Source != source || k.Day != day {
 				continue
 			}
@@ -253,13 +253,6 @@ func copyUnits(ctx context.Context, client *dynamodb.Client, table, source, day 
 		}
 	}
 	return float64(wru) / float64(max(1, n)), nil
-}
-
-func str(v types.AttributeValue) string {
-	if s, ok := v.(*types.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -162,7 +162,7 @@ func (pl *planner) prefetch(ctx context.Context, days []string, fresh bool) erro
 	for _, day := range todo {
 		var items []map[string]types.AttributeValue
 		for _, k := range shardmap.DayKeys(s, day) {
-			if it, ok := got[[2]string{str(k[schema.PK]), str(k[schema.SK])}]; ok {
+			if it, ok := got[[2]string{schema.S(k[schema.PK]), schema.S(k[schema.SK])}]; ok {
 				items = append(items, it)
 			}
 		}

@@ -96,5 +96,5 @@ func (pr *pageReader) readMisses(ctx context.Context, keys []map[string]types.At
 
 // keyOf is the (pk, sk) of an item or key, as batchGet answers by.
 func keyOf(it map[string]types.AttributeValue) [2]string {
-	return [2]string{str(it[schema.PK]), str(it[schema.SK])}
+	return [2]string{schema.S(it[schema.PK]), schema.S(it[schema.SK])}
 }

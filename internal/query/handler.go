@@ -159,7 +159,7 @@ func (h *Handler) answer(kind Kind, page Page) apigw.Response {
 	}
 	out := EventsResponse{Events: make([]json.RawMessage, 0, len(page.Items)), NextCursor: cursor, Plan: page.Plan}
 	for _, it := range page.Items {
-		out.Events = append(out.Events, json.RawMessage(str(it[schema.Event])))
+		out.Events = append(out.Events, json.RawMessage(schema.S(it[schema.Event])))
 	}
 	return apigw.JSON(http.StatusOK, out)
 }

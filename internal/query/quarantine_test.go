@@ -100,7 +100,7 @@ func TestQuarantineShowsReplay(t *testing.T) {
 	}
 	replayed := now.Add(time.Minute)
 	for _, it := range out.Items {
-		if o, ok := it[schema.Origin].(*types.AttributeValueMemberM); !ok || str(o.Value["sequence_number"]) != "1000" {
+		if o, ok := it[schema.Origin].(*types.AttributeValueMemberM); !ok || schema.S(o.Value["sequence_number"]) != "1000" {
 			continue
 		}
 		_, err := client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{

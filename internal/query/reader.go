@@ -123,10 +123,3 @@ func (r *Reader) newPage(kind Kind, p *Params, via path) *pageReader {
 	pl := newPlanner(r, kind, p, reqs)
 	return &pageReader{kind: kind, p: p, via: via, b: pl.b, plan: pl, reqs: reqs}
 }
-
-func str(v types.AttributeValue) string {
-	if s, ok := v.(*types.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
-}

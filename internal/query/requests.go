@@ -77,7 +77,7 @@ func (q *requests) query(ctx context.Context, in *dynamodb.QueryInput) (*dynamod
 	out, err := q.client.Query(ctx, in)
 	if err != nil {
 		q.count(1, 0)
-		return nil, fmt.Errorf("query %s: %w", str(in.ExpressionAttributeValues[":pk"]), err)
+		return nil, fmt.Errorf("query %s: %w", schema.S(in.ExpressionAttributeValues[":pk"]), err)
 	}
 	var rcu float64
 	if out.ConsumedCapacity != nil {
@@ -120,7 +120,7 @@ func (q *requests) batchGet(ctx context.Context, keys []map[string]types.Attribu
 				return nil, err
 			}
 			for _, it := range out.Responses[q.table] {
-				got[[2]string{str(it[schema.PK]), str(it[schema.SK])}] = it
+				got[[2]string{schema.S(it[schema.PK]), schema.S(it[schema.SK])}] = it
 			}
 			chunk = out.UnprocessedKeys[q.table].Keys
 		}

@@ -59,8 +59,8 @@ type QuarantineResponse struct {
 
 // record is the quarantine item it as the API returns it.
 func record(it map[string]types.AttributeValue) Record {
-	t, _, _ := bucketing.ParseSortKey(str(it[schema.SK]))
-	r := Record{ReceivedAt: t.Format(time.RFC3339Nano), Reason: str(it[schema.Reason]), Origin: map[string]any{}}
+	t, _, _ := bucketing.ParseSortKey(schema.S(it[schema.SK]))
+	r := Record{ReceivedAt: t.Format(time.RFC3339Nano), Reason: schema.S(it[schema.Reason]), Origin: map[string]any{}}
 	raw, whole, err := item.RawOf(it)
 	if err != nil {
 		r.Reason += " (stored bytes unreadable: " + err.Error() + ")"
@@ -69,7 +69,7 @@ func record(it map[string]types.AttributeValue) Record {
 	if n, ok := it[schema.RawSize].(*types.AttributeValueMemberN); ok {
 		r.RawSize, _ = strconv.Atoi(n.Value)
 	}
-	r.RawSHA256 = str(it[schema.RawSHA256])
+	r.RawSHA256 = schema.S(it[schema.RawSHA256])
 	if len(r.Raw) > MaxAnswerRawBytes {
 		r.RawSize = max(r.RawSize, len(r.Raw))
 		r.Raw, r.Truncated = r.Raw[:MaxAnswerRawBytes], true

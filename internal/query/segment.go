@@ -159,7 +159,7 @@ func (pr *pageReader) merge(ctx context.Context, seg *segment, pg *collector) er
 		}
 		it := pt.buf[0]
 		pt.buf = pt.buf[1:]
-		if sk := str(it[schema.SK]); sk != pr.b.skip {
+		if sk := schema.S(it[schema.SK]); sk != pr.b.skip {
 			pg.add(row{item: it, sk: sk, size: pr.size(it)})
 		}
 	}
@@ -201,7 +201,7 @@ func (pr *pageReader) head(parts []*partition) *partition {
 		if len(pt.buf) == 0 {
 			continue
 		}
-		sk := str(pt.buf[0][schema.SK])
+		sk := schema.S(pt.buf[0][schema.SK])
 		if best == nil || (asc && sk < bestSK) || (!asc && sk > bestSK) {
 			best, bestSK = pt, sk
 		}

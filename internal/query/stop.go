@@ -74,7 +74,7 @@ func (pr *pageReader) settle(seg *segment, pg *collector) {
 		if pt == nil {
 			break
 		}
-		sk := str(pt.buf[0][schema.SK])
+		sk := schema.S(pt.buf[0][schema.SK])
 		if !all && pr.beyond(sk, f) {
 			break
 		}
@@ -99,7 +99,7 @@ func (pr *pageReader) frontier(seg *segment) (f string, all bool) {
 			continue
 		}
 		all = false
-		last := str(pt.in.ExclusiveStartKey[schema.SK])
+		last := schema.S(pt.in.ExclusiveStartKey[schema.SK])
 		if last == "" {
 			return "", false
 		}

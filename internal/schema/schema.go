@@ -191,3 +191,12 @@ func isTTLAlreadyOn(err error) bool {
 	var v interface{ ErrorMessage() string }
 	return errors.As(err, &v) && strings.Contains(strings.ToLower(v.ErrorMessage()), "already enabled")
 }
+
+// S is the string of an S attribute value: v's Value, or "" when v is
+// nil or of another type.
+func S(v types.AttributeValue) string {
+	if s, ok := v.(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}

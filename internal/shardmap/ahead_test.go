@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/testddb"
 )
@@ -88,7 +89,7 @@ func TestAheadSpreadsTheFleetsMarks(t *testing.T) {
 					t.Errorf("container %d marked the next hour at %v, before the hour's last %v", i, at, AheadFor)
 				}
 				in := clients[i].ins[len(clients[i].ins)-1]
-				if pk := str(in.Key["pk"]); pk != src.MetaPK("2026-11-23") {
+				if pk := schema.S(in.Key["pk"]); pk != src.MetaPK("2026-11-23") {
 					t.Errorf("marked ahead under %q, want the next day's index", pk)
 				}
 			}

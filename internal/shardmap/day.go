@@ -97,7 +97,7 @@ func DayKeys(s bucketing.Stream, day string) []map[string]types.AttributeValue {
 func DecodeDay(items []map[string]types.AttributeValue) (Day, error) {
 	var d Day
 	for _, it := range items {
-		switch str(it[schema.SK]) {
+		switch schema.S(it[schema.SK]) {
 		case metaSK:
 			rec, err := decode(it)
 			if err != nil {
@@ -158,11 +158,4 @@ func (d Day) Quiet() bool {
 		}
 	}
 	return true
-}
-
-func str(v types.AttributeValue) string {
-	if s, ok := v.(*types.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
 }

@@ -61,7 +61,7 @@ func TestDemandRemovesManyStaleWriters(t *testing.T) {
 		}
 	}
 	for _, it := range scanPK(t, c, table, src.MetaPK(day)) {
-		if str(it[schema.SK]) == demandSK && len(it) != 4 { // pk, sk, ttl, the survivor
+		if schema.S(it[schema.SK]) == demandSK && len(it) != 4 { // pk, sk, ttl, the survivor
 			t.Fatalf("after %d reports the item holds %d attributes, want the survivor's report alone", reports, len(it))
 		}
 	}

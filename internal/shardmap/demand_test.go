@@ -69,7 +69,7 @@ func TestDemandAddsUpTheWritersReports(t *testing.T) {
 	}
 	items := scanPK(t, c, table, src.MetaPK(day))
 	for _, it := range items {
-		if str(it[schema.SK]) == demandSK {
+		if schema.S(it[schema.SK]) == demandSK {
 			if _, ok := it[demandPrefix+"c"]; ok {
 				t.Fatalf("c's stale report is still in the item: %v", it)
 			}

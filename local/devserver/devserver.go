@@ -22,7 +22,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/ingest"
@@ -324,7 +323,7 @@ func printStored(ctx context.Context, out io.Writer, client *dynamodb.Client, ta
 			return 0, fmt.Errorf("scan %s: %w", table, err)
 		}
 		for _, it := range page.Items {
-			pkS, skS := str(it[schema.PK]), str(it[schema.SK])
+			pkS, skS := schema.S(it[schema.PK]), schema.S(it[schema.SK])
 			pk, err := bucketing.ParsePK(pkS)
 			if err != nil {
 				continue // shard records
@@ -334,9 +333,9 @@ func printStored(ctx context.Context, out io.Writer, client *dynamodb.Client, ta
 				continue
 			}
 			if pk.Space == bucketing.Events {
-				evs = append(evs, []string{pk.Source, pk.Day, fmt.Sprint(pk.Shard), t.Format(time.RFC3339Nano), id, str(it[schema.Type])})
+				evs = append(evs, []string{pk.Source, pk.Day, fmt.Sprint(pk.Shard), t.Format(time.RFC3339Nano), id, schema.S(it[schema.Type])})
 			} else {
-				quar = append(quar, []string{t.Format(time.RFC3339Nano), truncate(str(it[schema.Reason]), 70)})
+				quar = append(quar, []string{t.Format(time.RFC3339Nano), truncate(schema.S(it[schema.Reason]), 70)})
 			}
 		}
 	}
@@ -356,13 +355,6 @@ func printStored(ctx context.Context, out io.Writer, client *dynamodb.Client, ta
 		fmt.Fprintf(tw, "  %s\n", strings.Join(r, "\t"))
 	}
 	return len(evs), tw.Flush()
-}
-
-func str(v types.AttributeValue) string {
-	if s, ok := v.(*types.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
 }
 
 func truncate(s string, n int) string {

@@ -87,7 +87,7 @@ func (e *env) scan(t *testing.T) map[string]map[string]types.AttributeValue {
 			t.Fatalf("scan: %v", err)
 		}
 		for _, it := range pg.Items {
-			out[str(it[schema.PK])+" "+str(it[schema.SK])] = it
+			out[schema.S(it[schema.PK])+" "+schema.S(it[schema.SK])] = it
 		}
 	}
 	return out
@@ -169,7 +169,7 @@ func (e *env) storedEvents(t *testing.T, source string, from, to time.Time) []ma
 		}
 		for _, it := range pg.Items {
 			var m map[string]any
-			if err := json.Unmarshal([]byte(str(it[schema.Event])), &m); err != nil {
+			if err := json.Unmarshal([]byte(schema.S(it[schema.Event])), &m); err != nil {
 				t.Fatal(err)
 			}
 			out = append(out, m)

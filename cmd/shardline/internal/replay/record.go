@@ -37,7 +37,7 @@ func (r Record) Stored() bool { return r.Replayed && r.Replay.State == item.Repl
 
 // decode reads a quarantine item.
 func decode(it map[string]types.AttributeValue) (Record, error) {
-	r := Record{PK: str(it[schema.PK]), SK: str(it[schema.SK]), Reason: str(it[schema.Reason])}
+	r := Record{PK: schema.S(it[schema.PK]), SK: schema.S(it[schema.SK]), Reason: schema.S(it[schema.Reason])}
 	t, _, err := bucketing.ParseSortKey(r.SK)
 	if err != nil {
 		return r, fmt.Errorf("quarantine item %s %s: %w", r.PK, r.SK, err)
@@ -68,11 +68,4 @@ func (r Record) Name() string {
 		fmt.Fprintf(&b, " index %d", *o.Index)
 	}
 	return b.String()
-}
-
-func str(v types.AttributeValue) string {
-	if s, ok := v.(*types.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
 }
