@@ -1,0 +1,360 @@
+package counts_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/testddb"
+)
+
+func (e *env) chain(t *testing.T, endpoint string) *counts.Chain {
+	return &counts.Chain{Client: testddb.Client(t, endpoint), Table: e.table, Retention: 30 * 24 * time.Hour}
+}
+
+// window is the invocation Lambda sends for recs of shard: a
+// DynamoDBTimeWindowEvent, the tumbling window's shape.
+func window(shard string, recs []events.DynamoDBEventRecord) events.DynamoDBTimeWindowEvent {
+	ev := events.DynamoDBTimeWindowEvent{}
+	ev.ShardID = shard
+	ev.Records = recs
+	return ev
+}
+
+// link delivers every shard's records to c in batches of n, each batch
+// retried until it succeeds (at most tries times), and sums the stats.
+func link(t *testing.T, c *counts.Chain, recs map[string][]events.DynamoDBEventRecord, n, tries int) counts.ChainStats {
+	t.Helper()
+	var sum counts.ChainStats
+	for shard, rs := range recs {
+		for i := 0; i < len(rs); i += n {
+			for attempt := 1; ; attempt++ {
+				_, st, err := c.HandleChain(context.Background(), window(shard, rs[i:min(i+n, len(rs))]))
+				sum.Counted += st.Counted
+				sum.Seen += st.Seen
+				sum.Links += st.Links
+				sum.Puts += st.Puts
+				sum.Conflicts += st.Conflicts
+				sum.Reads += st.Reads
+				sum.Bytes += st.Bytes
+				sum.WCU += st.WCU
+				if err == nil {
+					break
+				}
+				if attempt >= tries {
+					t.Fatalf("batch %d of %s failed %d times: %v", i/n, shard, attempt, err)
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// tupleKey names a count: source, UTC minute, type.
+type tupleKey struct {
+	source string
+	minute time.Time
+	typ    string
+}
+
+// chained reads every shard's chain and sums its counts, after checking
+// that the chain is one: each link extends the last of the one before it
+// (the first link the start), and holds records above its key only.
+func (e *env) chained(t *testing.T, shards []string) map[tupleKey]int64 {
+	t.Helper()
+	got := map[tupleKey]int64{}
+	for _, shard := range shards {
+		links, err := counts.ReadLinks(context.Background(), testddb.Client(t, testddb.Endpoint(t)), e.table, shard, "0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tip := "0"
+		for i, l := range links {
+			if l.Key != tip || !seqBelow(l.Key, l.First) || seqBelow(l.Last, l.First) {
+				t.Fatalf("%s link %d: key %s, first %s, last %s after a tip of %s: not a chain", shard, i, l.Key, l.First, l.Last, tip)
+			}
+			var n int64
+			for _, x := range l.Tuples {
+				got[tupleKey{x.Source, x.Minute, x.Type}] += x.N
+				n += x.N
+			}
+			if n != int64(l.N) {
+				t.Fatalf("%s link %d counts %d events in its tuples and says %d", shard, i, n, l.N)
+			}
+			tip = l.Last
+		}
+	}
+	return got
+}
+
+func seqBelow(a, b string) bool { return len(a) < len(b) || len(a) == len(b) && a < b }
+
+// checkChained compares the chains' counts with the distinct events.
+func (e *env) checkChained(t *testing.T, shards []string) {
+	t.Helper()
+	want := map[tupleKey]int64{}
+	for _, x := range e.want {
+		want[tupleKey{x.source, x.at.Truncate(time.Minute).UTC(), x.typ}]++
+	}
+	got := e.chained(t, shards)
+	if len(got) != len(want) {
+		t.Errorf("%d counts in the chains; want %d", len(got), len(want))
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Fatalf("%s %s %s: %d in the chains; want %d", k.source, k.minute.Format(time.RFC3339), k.typ, got[k], n)
+		}
+	}
+}
+
+func shardsOf(recs map[string][]events.DynamoDBEventRecord) []string {
+	var out []string
+	for s := range recs {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mixed stores 150 events of three sources over days, duplicates and a
+// late event among them, and returns the stream's records.
+func mixed(t *testing.T, e *env) map[string][]events.DynamoDBEventRecord {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(3, 3))
+	var batch []ev
+	for i := range 150 {
+		batch = append(batch, ev{fmt.Sprintf("s%d", i%3), fmt.Sprint(i), fmt.Sprintf("t%d", i%4), now.Add(-time.Duration(rng.Int64N(int64(48 * time.Hour))))})
+	}
+	e.add(batch...)
+	e.send(t, e.ingest, append(batch, batch[:20]...))
+	e.send(t, e.ingest, batch[100:])
+	e.send(t, e.ingest, e.add(ev{"s0", "late", "t0", now.Add(-20 * 24 * time.Hour)}))
+	return e.stream(t)
+}
+
+// TestChainExactUnderRedelivery: every batch delivered, then delivered
+// again to the same container (which sends nothing: it knows the tip),
+// then again with other boundaries to a cold container (which reads the
+// tip once per shard and writes nothing): every event is in exactly one
+// link, and each shard's links are one chain.
+func TestChainExactUnderRedelivery(t *testing.T) {
+	e := newEnv(t)
+	recs := mixed(t, e)
+	c := e.chain(t, testddb.Endpoint(t))
+	first := link(t, c, recs, 7, 1)
+	if first.Counted != len(e.want) || first.Seen != 0 || first.Conflicts != 0 {
+		t.Fatalf("first delivery: %+v; want %d counted", first, len(e.want))
+	}
+	again := link(t, c, recs, 7, 1)
+	if again.Counted != 0 || again.Seen != len(e.want) || again.Puts != 0 || again.Reads != 0 {
+		t.Fatalf("redelivery to the same container: %+v", again)
+	}
+	cold := link(t, e.chain(t, testddb.Endpoint(t)), recs, 5, 1)
+	if cold.Counted != 0 || cold.Seen != len(e.want) || cold.Puts != 0 || cold.Reads != len(recs) {
+		t.Fatalf("redelivery to a cold container: %+v; want one read per shard (%d)", cold, len(recs))
+	}
+	e.checkChained(t, shardsOf(recs))
+}
+
+// TestChainLostAnswer: a warm container's second link is applied but the
+// put's answer is cut off. The retried batch puts it again at the same
+// tip, meets the link it wrote, learns its last from the refusal, and
+// counts nothing twice.
+func TestChainLostAnswer(t *testing.T) {
+	e := newEnv(t)
+	recs := mixed(t, e)
+	p := faultproxy.For(t, testddb.Endpoint(t))
+	p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+		if r.Op == "PutItem" && r.N == 2 {
+			return faultproxy.Reset, nil
+		}
+		return nil, nil
+	})
+	st := link(t, e.chain(t, p.URL), recs, 40, 5)
+	if p.Faults.Load() != 1 {
+		t.Fatalf("%d faults injected; want 1", p.Faults.Load())
+	}
+	if st.Conflicts == 0 || st.Reads != 1 {
+		t.Fatalf("%+v: want the lost put refused once it was tried again, and the tip read only by the first batch", st)
+	}
+	e.checkChained(t, shardsOf(recs))
+}
+
+// TestChainStaleTip: container A writes the first batch; container B the
+// next two; then A, whose tip is two links behind, gets a batch that
+// overlaps B's. A's put is refused at its stale tip, it follows (and,
+// refused again, reads the tip), and writes only what is above it.
+func TestChainStaleTip(t *testing.T) {
+	e := newEnv(t)
+	recs := mixed(t, e)
+	shards := shardsOf(recs)
+	if len(shards) != 1 {
+		t.Fatalf("%d stream shards; the test wants one", len(shards))
+	}
+	shard, rs := shards[0], recs[shards[0]]
+	a, b := e.chain(t, testddb.Endpoint(t)), e.chain(t, testddb.Endpoint(t))
+	apply := func(c *counts.Chain, lo, hi int) counts.ChainStats {
+		t.Helper()
+		_, st, err := c.HandleChain(context.Background(), window(shard, rs[lo:hi]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	apply(a, 0, 30)
+	apply(b, 30, 60)
+	apply(b, 60, 90)
+	st := apply(a, 45, 120)
+	if st.Conflicts == 0 || st.Counted != 30 || st.Seen != 45 {
+		t.Fatalf("the stale container: %+v; want refused at its tip, 30 counted, 45 seen", st)
+	}
+	apply(a, 120, len(rs))
+	e.checkChained(t, shards)
+}
+
+// TestChainConcurrentInvocations: three containers get the same shard's
+// records at once, with other boundaries (a timed-out invocation still
+// running beside its retries): each event is in exactly one link.
+func TestChainConcurrentInvocations(t *testing.T) {
+	e := newEnv(t)
+	recs := mixed(t, e)
+	var wg sync.WaitGroup
+	stats := make([]counts.ChainStats, 3)
+	for i, n := range []int{7, 11, 50} {
+		c := e.chain(t, testddb.Endpoint(t))
+		wg.Go(func() { stats[i] = link(t, c, recs, n, 1) })
+	}
+	wg.Wait()
+	counted := 0
+	for _, st := range stats {
+		counted += st.Counted
+	}
+	if counted != len(e.want) {
+		t.Fatalf("%d events counted by three containers; want %d", counted, len(e.want))
+	}
+	e.checkChained(t, shardsOf(recs))
+}
+
+// TestChainUnderFaults: puts and tip reads throttled, failing with server
+// errors or cut off after they were applied; each failed batch is
+// delivered again until it succeeds, to the same container or a new one.
+func TestChainUnderFaults(t *testing.T) {
+	e := newEnv(t)
+	recs := mixed(t, e)
+	p := faultproxy.For(t, testddb.Endpoint(t))
+	faults := []*faultproxy.Fault{faultproxy.Throttled, faultproxy.ServerError, faultproxy.Reset, faultproxy.Throttling}
+	p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+		if (r.Op == "PutItem" || r.Op == "Query") && r.N%2 == 1 {
+			return faults[int(r.N/2)%len(faults)], nil
+		}
+		return nil, nil
+	})
+	link(t, e.chain(t, p.URL), recs, 13, 50)
+	link(t, e.chain(t, p.URL), recs, 29, 50)
+	if p.Faults.Load() < 4 {
+		t.Fatalf("%d faults injected", p.Faults.Load())
+	}
+	e.checkChained(t, shardsOf(recs))
+}
+
+// TestChainCutsLinks: a batch whose pack passes the link's bound is
+// written as consecutive links of the chain, each within the bound.
+func TestChainCutsLinks(t *testing.T) {
+	e := newEnv(t)
+	recs := mixed(t, e)
+	c := e.chain(t, testddb.Endpoint(t))
+	c.MaxLinkBytes = 150
+	st := link(t, c, recs, 1000, 1)
+	if st.Links < 3 || st.Counted != len(e.want) {
+		t.Fatalf("%+v: want the batch cut into links", st)
+	}
+	for _, it := range testddb.Scan(t, testddb.Client(t, testddb.Endpoint(t)), e.table) {
+		pk := it[schema.PK].(*types.AttributeValueMemberS).Value
+		if p, ok := it["p"].(*types.AttributeValueMemberB); strings.HasPrefix(pk, "C##L0#") && (!ok || len(p.Value) > c.MaxLinkBytes) {
+			t.Errorf("a link of %d pack bytes; the bound is %d", len(p.Value), c.MaxLinkBytes)
+		}
+	}
+	e.checkChained(t, shardsOf(recs))
+}
+
+// TestChainWriteUnitsPerQuietEvent: 3,000 quiet sources with one event
+// each, of ten types, in the last three minutes, delivered as one batch per
+// stream shard, as the mapping cuts a quiet source's traffic. Their names
+// are random (device/ and 12 hex digits, as a MAC address), so that the
+// pack cannot lean on names that count up. The per-source counter pays
+// about one write unit per event (measured on the first 300 records); the
+// chain pays for the pack's bytes only.
+func TestChainWriteUnitsPerQuietEvent(t *testing.T) {
+	e := newEnv(t)
+	const sources = 3000
+	rng := rand.New(rand.NewPCG(29, 1))
+	var all []ev
+	for i := range sources {
+		all = append(all, ev{fmt.Sprintf("device/%012x", rng.Uint64()>>16), fmt.Sprint(i), fmt.Sprintf("reading.%d", rng.IntN(10)),
+			now.Add(-time.Duration(rng.IntN(180)) * time.Second)})
+	}
+	e.store(t, e.add(all...))
+	recs := e.stream(t)
+	chain := link(t, e.chain(t, testddb.Endpoint(t)), recs, 10000, 1)
+	if chain.Counted != sources {
+		t.Fatalf("counted %d in links; want %d", chain.Counted, sources)
+	}
+	sample := map[string][]events.DynamoDBEventRecord{}
+	for shard, rs := range recs {
+		sample[shard] = rs[:min(len(rs), 300/len(recs))]
+	}
+	old := deliver(t, e.counter(t, testddb.Endpoint(t)), sample, 10000)
+	perEvent, oldPerEvent := chain.WCU/float64(sources), float64(old.Updates)/float64(old.Counted)
+	t.Logf("%d quiet events on %d stream shards: the chain writes %d links, %d pack bytes (%.1f an event), %.0f WCU: %.4f WCU an event; "+
+		"the per-source counter: %d updates for %d events", sources, len(recs), chain.Links, chain.Bytes, float64(chain.Bytes)/sources, chain.WCU, perEvent,
+		old.Updates, old.Counted)
+	if perEvent > 0.01 {
+		t.Errorf("the chain costs %.4f WCU an event; want at most 0.01 (1%% of an event item's write unit)", perEvent)
+	}
+	if oldPerEvent < 0.9 {
+		t.Errorf("the per-source counter made %.2f updates an event for quiet sources; it should pay about one each", oldPerEvent)
+	}
+	e.checkChained(t, shardsOf(recs))
+}
+
+// store writes evs' event items as the ingest function builds them
+// (item.Event, one shard, with a GSI copy), without the ingest function's
+// per-source bookkeeping, which 3,000 new sources make slow on DynamoDB
+// Local: the counter reads only the event items' stream records.
+func (e *env) store(t *testing.T, evs []ev) {
+	t.Helper()
+	c := testddb.Client(t, testddb.Endpoint(t))
+	for i := 0; i < len(evs); i += 25 {
+		var reqs []types.WriteRequest
+		for _, x := range evs[i:min(i+25, len(evs))] {
+			ce, err := cloudevent.Parse(x.json(), now, now, cloudevent.Limits{Retention: 30 * 24 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			it := item.Event(ce, bucketing.Step{Shards: 1, GSIShards: 1}, 30*24*time.Hour)
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it.Attrs}})
+		}
+		for len(reqs) > 0 {
+			out, err := c.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{e.table: reqs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs = out.UnprocessedItems[e.table]
+		}
+	}
+}
