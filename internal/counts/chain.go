@@ -52,6 +52,7 @@ const DefaultMaxLinkBytes = 350 << 10
 
 // ChainClient is the part of the DynamoDB client L0 uses.
 type ChainClient interface {
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
@@ -125,6 +126,11 @@ func (c *Chain) Apply(ctx context.Context, shardID string, recs []events.DynamoD
 			}
 			st.Reads++
 			known = true
+			if tip == "0" {
+				if err := c.register(ctx, shardID); err != nil {
+					return st, err
+				}
+			}
 		}
 		rest := above(parsed, tip)
 		st.Seen += len(parsed) - len(rest)
@@ -271,6 +277,44 @@ func (c *Chain) readTip(ctx context.Context, shardID string) (string, error) {
 		return "", fmt.Errorf("L0 chain of %s: the newest link: %w", shardID, err)
 	}
 	return tip, nil
+}
+
+// chainsPK is the partition of the chains' registry: one item per chain
+// (sort key: the stream shard id), which the fold lists. A chain is
+// registered before its first link, once per stream shard (a shard lives
+// about four hours).
+const chainsPK = "C##L0"
+
+// Attributes of a chain's registry item.
+const (
+	chainFolded = "folded" // the last sequence number the fold has folded (fold.go)
+	chainAt     = "at"     // when the chain was registered, Unix seconds
+)
+
+// register enters shardID's chain in the registry. It is idempotent, and
+// leaves what the fold wrote there.
+func (c *Chain) register(ctx context.Context, shardID string) error {
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	_, err := c.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(c.Table),
+		Key: map[string]types.AttributeValue{
+			schema.PK: &types.AttributeValueMemberS{Value: chainsPK},
+			schema.SK: &types.AttributeValueMemberS{Value: shardID},
+		},
+		UpdateExpression:         aws.String("SET #exp = :exp, #at = if_not_exists(#at, :at)"),
+		ExpressionAttributeNames: map[string]string{"#exp": schema.TTL, "#at": chainAt},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":exp": &types.AttributeValueMemberN{Value: strconv.FormatInt(now().Add(c.Retention+24*time.Hour).Unix(), 10)},
+			":at":  &types.AttributeValueMemberN{Value: strconv.FormatInt(now().Unix(), 10)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("L0 chain of %s: register it: %w", shardID, err)
+	}
+	return nil
 }
 
 // maxTips bounds the tips a container remembers: a container serves one

@@ -122,6 +122,14 @@ func deliver(t *testing.T, c *counts.Counter, recs map[string][]events.DynamoDBE
 // counts of the distinct events e.want.
 func (e *env) check(t *testing.T, source, from, to string) {
 	t.Helper()
+	e.checkWith(t, func(r counts.Request) (counts.Response, error) {
+		return counts.Read(context.Background(), testddb.Client(t, testddb.Endpoint(t)), e.table, r)
+	}, source, from, to)
+}
+
+// checkWith is check through read.
+func (e *env) checkWith(t *testing.T, read func(counts.Request) (counts.Response, error), source, from, to string) {
+	t.Helper()
 	for _, iv := range []string{"", "1m", "5m", "15m", "1h", "1d"} {
 		for _, group := range []bool{false, true} {
 			q := url.Values{"source": {source}, "from": {from}, "to": {to}}
@@ -139,7 +147,7 @@ func (e *env) check(t *testing.T, source, from, to string) {
 			if err != nil {
 				t.Fatalf("%v: %v", q, err)
 			}
-			got, err := counts.Read(context.Background(), testddb.Client(t, testddb.Endpoint(t)), e.table, req)
+			got, err := read(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -142,13 +142,29 @@ func invokeOnce(t *testing.T, f *counts.Function, recs map[string][]events.Dynam
 // overflow. It returns the events counted.
 func (e *env) checkOverflow(t *testing.T, source, from, to string, named int) int {
 	t.Helper()
-	all := e.read(t, url.Values{"source": {source}, "from": {from}, "to": {to}, "interval": {"1m"}})
+	return e.checkOverflowWith(t, func(r counts.Request) (counts.Response, error) {
+		return counts.Read(context.Background(), testddb.Client(t, testddb.Endpoint(t)), e.table, r)
+	}, source, from, to, named)
+}
+
+// checkOverflowWith is checkOverflow through read.
+func (e *env) checkOverflowWith(t *testing.T, read func(counts.Request) (counts.Response, error), source, from, to string, named int) int {
+	t.Helper()
+	readQ := func(q url.Values) counts.Response {
+		t.Helper()
+		resp, err := read(e.request(t, q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	all := readQ(url.Values{"source": {source}, "from": {from}, "to": {to}, "interval": {"1m"}})
 	ref := e.reference(e.request(t, url.Values{"source": {source}, "from": {from}, "to": {to}, "interval": {"1m"}}))
 	if g, w := flatten(all), flatten(ref); g != w {
 		t.Fatalf("all of %s:\n got %.300s\nwant %.300s", source, g, w)
 	}
 	q := url.Values{"source": {source}, "from": {from}, "to": {to}, "interval": {"1m"}, "group_by": {"type"}}
-	byType := e.read(t, q)
+	byType := readQ(q)
 	ref = e.reference(e.request(t, q))
 	want := map[string]counts.Series{}
 	for _, s := range ref.Series {

@@ -134,23 +134,28 @@ func (r Request) add(t tally, it map[string]types.AttributeValue) error {
 		if err != nil {
 			return fmt.Errorf("counter item %s: %w", sk.Value, err)
 		}
-		at := hour.Add(time.Duration(minute) * time.Minute)
-		if at.Before(r.From) || !at.Before(r.To) || typ != "" && r.Type != "" && typ != r.Type {
-			continue
-		}
-		b := int(at.Sub(r.From) / r.Interval)
-		if typ != "" && r.GroupByType {
-			t.rank.add(typ, b, n)
-			continue
-		}
-		s := t.overflow
-		switch {
-		case typ != "" || r.Type == "" && !r.GroupByType:
-			s = t.series("")
-		}
-		s.add(b, n)
+		r.count(t, hour.Add(time.Duration(minute)*time.Minute), typ, n)
 	}
 	return nil
+}
+
+// count adds n events of minute at and type typ ("" for the overflow,
+// whose type is not kept) to the tally, if the answer asks for them.
+func (r Request) count(t tally, at time.Time, typ string, n int64) {
+	if at.Before(r.From) || !at.Before(r.To) || typ != "" && r.Type != "" && typ != r.Type {
+		return
+	}
+	b := int(at.Sub(r.From) / r.Interval)
+	if typ != "" && r.GroupByType {
+		t.rank.add(typ, b, n)
+		return
+	}
+	s := t.overflow
+	switch {
+	case typ != "" || r.Type == "" && !r.GroupByType:
+		s = t.series("")
+	}
+	s.add(b, n)
 }
 
 // counterOf decodes the counter attribute name: c<mm><type id>.

@@ -1,0 +1,116 @@
+package counts
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
+)
+
+// Read answers r from every level: the source's counter partition (the
+// per-source counter's items of this release and those before, and L2's
+// hour items), then the L1 packs of the source's bucket that are done and
+// not yet all rolled up, each tuple only if its L2 item's watermark is
+// below its run. So a tuple is read from one level, never two, whatever
+// the roll-up has done between the reads: an item's watermark moves only
+// with the tuples it adds. Requests: the partition's Query (paged by 1 MB),
+// two small reads of where the fold and the roll-up stand, and the
+// bucket's Query.
+//
+// Every read is strongly consistent, and where the fold and the roll-up
+// stand is read first: an item then holds at least every run the roll-up
+// had rolled, and a pack of every run the fold had done exists. (An
+// eventually consistent read of an item the roll-up has just written
+// could miss runs that the cursor says are rolled.)
+func (l *LSM) Read(ctx context.Context, r Request) (Response, error) {
+	resp := Response{Interval: r.Name, From: r.From.Format(time.RFC3339), To: r.To.Format(time.RFC3339)}
+	t := newTally(r)
+	b := bucketOf(r.Source, l.buckets())
+	done, err := l.getNumber(ctx, foldPK, foldStateSK, foldDone)
+	if err != nil {
+		return resp, fmt.Errorf("read counters of %s: %w", r.Source, err)
+	}
+	rolled, err := l.getNumber(ctx, rolledPK, l.rolledSK(b), rolledRun)
+	if err != nil {
+		return resp, fmt.Errorf("read counters of %s: %w", r.Source, err)
+	}
+	resp.Plan.Requests += 2
+	resp.Plan.ConsumedRCU += 2 // two items under 4 KB, strongly consistent
+	l2 := map[string]l2Item{}  // by hour sort key
+	q := Query(l.Table, r)
+	q.ConsistentRead = aws.Bool(true)
+	p := dynamodb.NewQueryPaginator(l.Client, q)
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		resp.Plan.Requests++
+		if err != nil {
+			return resp, fmt.Errorf("read counters of %s: %w", r.Source, err)
+		}
+		if out.ConsumedCapacity != nil {
+			resp.Plan.ConsumedRCU += aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
+		}
+		for _, it := range out.Items {
+			if err := r.add(t, it); err != nil {
+				return resp, err
+			}
+			l2it, err := decodeL2(it)
+			if err != nil {
+				return resp, fmt.Errorf("counters of %s: %w", r.Source, err)
+			}
+			for _, x := range l2it.tuples {
+				r.count(t, x.Minute, x.Type, x.N)
+			}
+			if sk, ok := it[schema.SK].(*types.AttributeValueMemberS); ok && l2it.mark > 0 {
+				l2[sk.Value] = l2it
+			}
+		}
+	}
+	if err := l.readUnrolled(ctx, r, t, l2, done, rolled, &resp.Plan); err != nil {
+		return resp, err
+	}
+	resp.Series = r.series(t.done())
+	return resp, nil
+}
+
+// readUnrolled adds the done L1 tuples of r's source that its L2 items do
+// not hold, with the 100-types rule applied as the roll-up will.
+func (l *LSM) readUnrolled(ctx context.Context, r Request, t tally, l2 map[string]l2Item, done, rolled int64, plan *Plan) error {
+	if rolled >= done {
+		return nil
+	}
+	runs, qp, err := l.readPacks(ctx, bucketOf(r.Source, l.buckets()), rolled, done, r.Source)
+	plan.Requests += qp.Requests
+	plan.ConsumedRCU += qp.ConsumedRCU
+	if err != nil {
+		return fmt.Errorf("read counters of %s: %w", r.Source, err)
+	}
+	byHour := map[string][]runTuples{}
+	var hours []string
+	for _, rt := range runs {
+		for _, x := range rt.tuples {
+			h := bucketing.Hour(x.Minute)
+			list := byHour[h]
+			if len(list) == 0 {
+				hours = append(hours, h)
+			}
+			if len(list) == 0 || list[len(list)-1].run != rt.run {
+				list = append(list, runTuples{run: rt.run})
+			}
+			list[len(list)-1].tuples = append(list[len(list)-1].tuples, x)
+			byHour[h] = list
+		}
+	}
+	for _, h := range hours {
+		it := l2[h]
+		for _, x := range capTypes(it.tuples, it.above(byHour[h]), l.maxTypes()) {
+			r.count(t, x.Minute, x.Type, x.N)
+		}
+	}
+	return nil
+}
