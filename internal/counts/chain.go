@@ -52,6 +52,7 @@ const DefaultMaxLinkBytes = 350 << 10
 
 // ChainClient is the part of the DynamoDB client L0 uses.
 type ChainClient interface {
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
@@ -118,7 +119,7 @@ func (c *Chain) Apply(ctx context.Context, shardID string, recs []events.DynamoD
 	}
 	sortBySeq(parsed)
 	tip, known := c.tip(shardID)
-	stuck := 0
+	stuck, guarded := 0, false
 	for {
 		if !known {
 			if tip, err = c.readTip(ctx, shardID); err != nil {
@@ -126,11 +127,20 @@ func (c *Chain) Apply(ctx context.Context, shardID string, recs []events.DynamoD
 			}
 			st.Reads++
 			known = true
-			if tip == "0" {
-				if err := c.register(ctx, shardID); err != nil {
-					return st, err
-				}
+		}
+		if tip == "0" && !guarded {
+			// The chain has no link yet: register it, and leave out what
+			// the previous release counted, in every batch until the
+			// first link is written.
+			if err := c.register(ctx, shardID); err != nil {
+				return st, err
 			}
+			before := len(parsed)
+			if parsed, err = c.notCountedBefore(ctx, shardID, parsed); err != nil {
+				return st, err
+			}
+			st.Seen += before - len(parsed)
+			guarded = true
 		}
 		rest := above(parsed, tip)
 		st.Seen += len(parsed) - len(rest)
@@ -315,6 +325,40 @@ func (c *Chain) register(ctx context.Context, shardID string) error {
 		return fmt.Errorf("L0 chain of %s: register it: %w", shardID, err)
 	}
 	return nil
+}
+
+// notCountedBefore is recs without those the per-source counter (the
+// previous release) counted: a batch it counted in part may come again to
+// a chain's first invocation, after the switch-over. It reads, strongly
+// consistent, the watermark of shardID in each counter item the batch
+// touches, and drops the records at or below it. Only a chain's first
+// batches pay it: later ones cannot reach back before the chain.
+func (c *Chain) notCountedBefore(ctx context.Context, shardID string, recs []record) ([]record, error) {
+	old := &Counter{Client: c.Client, Table: c.Table}
+	sid := shortID(shardID, shardIDBytes)
+	groups := group(recs)
+	kept := make([][]record, len(groups))
+	errs := make([]error, len(groups))
+	old.each(len(groups), func(i int) {
+		marks, err := old.readMarks(ctx, groups[i].source, groups[i].slice, sid)
+		switch {
+		case err != nil:
+			errs[i] = fmt.Errorf("L0 chain of %s: %w", shardID, err)
+		case marks[sid] == nil:
+			kept[i] = groups[i].recs
+		default:
+			kept[i] = above(groups[i].recs, *marks[sid])
+		}
+	})
+	var out []record
+	for i := range groups {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		out = append(out, kept[i]...)
+	}
+	sortBySeq(out)
+	return out, nil
 }
 
 // maxTips bounds the tips a container remembers: a container serves one

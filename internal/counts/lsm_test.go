@@ -144,18 +144,23 @@ func TestLSMFoldAndRollupStoppedHalfway(t *testing.T) {
 	e.checkLSM(t, l, "s0", "s1", "s2")
 }
 
-// TestLSMReadsThePerSourceCounter: the first batches counted by the
-// per-source counter (the previous release), the rest by the chain; the
-// read sums both, and L2's hour items beside the ten-minute items.
+// TestLSMReadsThePerSourceCounter: the switch-over. The first batches
+// are counted by the per-source counter (the previous release); then the
+// chain gets the rest, from 20 records before where the counter stopped
+// (its last batch delivered again, with other boundaries, to the new
+// release): the chain's first batch leaves out what the counter counted.
+// The read sums both, and L2's hour items beside the ten-minute items.
 func TestLSMReadsThePerSourceCounter(t *testing.T) {
 	e := newEnv(t)
 	recs := mixed(t, e)
 	early, late := map[string][]events.DynamoDBEventRecord{}, map[string][]events.DynamoDBEventRecord{}
 	for shard, rs := range recs {
-		early[shard], late[shard] = rs[:len(rs)/2], rs[len(rs)/2:]
+		early[shard], late[shard] = rs[:len(rs)/2], rs[len(rs)/2-20:]
 	}
 	deliver(t, e.counter(t, testddb.Endpoint(t)), early, 11)
-	link(t, e.chain(t, testddb.Endpoint(t)), late, 11, 1)
+	if st := link(t, e.chain(t, testddb.Endpoint(t)), late, 11, 1); st.Seen != 20*len(recs) {
+		t.Fatalf("%+v: the chain's first batches should leave out the 20 records a shard's counter items counted", st)
+	}
 	l := e.lsm(t, testddb.Endpoint(t), now.Add(20*time.Second))
 	fold(t, l, 1)
 	e.checkLSM(t, l, "s0", "s1", "s2")
