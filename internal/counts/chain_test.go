@@ -2,6 +2,7 @@ package counts_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -357,4 +358,54 @@ func (e *env) store(t *testing.T, evs []ev) {
 			reqs = out.UnprocessedItems[e.table]
 		}
 	}
+}
+
+// TestChainRedrive: of one shard's records, the first 40 are linked, the
+// next 40 are a batch Lambda gives up on, and the rest are linked after
+// it. A redrive of the given-up batch counts its 40 events, a second
+// redrive nothing, and a redrive of a batch the chain holds nothing; the
+// fold and the read then answer every event once. A batch from before the
+// chain's first link is left to the per-source counter's redrive.
+func TestChainRedrive(t *testing.T) {
+	e := newEnv(t)
+	recs := mixed(t, e)
+	shards := shardsOf(recs)
+	if len(shards) != 1 {
+		t.Fatalf("%d stream shards; the test wants one", len(shards))
+	}
+	shard, rs := shards[0], inserts(recs[shards[0]])
+	c := e.chain(t, testddb.Endpoint(t))
+	apply := func(lo, hi int) {
+		t.Helper()
+		if _, _, err := c.HandleChain(context.Background(), window(shard, rs[lo:hi])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(20, 40)
+	apply(80, 100)
+	apply(100, len(rs))
+	ctx := context.Background()
+	if _, err := c.Redrive(ctx, shard, rs[0:20]); !errors.Is(err, counts.ErrBeforeChain) {
+		t.Fatalf("a batch before the chain: %v; want ErrBeforeChain", err)
+	}
+	given := rs[40:80]
+	for i, want := range []int{40, 0} {
+		st, err := e.chain(t, testddb.Endpoint(t)).Redrive(ctx, shard, given)
+		if err != nil || st.Counted != want || st.Counted+st.Already != 40 {
+			t.Fatalf("redrive %d: %+v, %v; want %d counted", i, st, err, want)
+		}
+	}
+	if st, err := c.Redrive(ctx, shard, rs[90:110]); err != nil || st.Counted != 0 || st.Already != 20 {
+		t.Fatalf("redrive of linked records: %+v, %v", st, err)
+	}
+	// The batch before the chain, as the per-source counter's redrive
+	// counts it, so that the totals can be compared.
+	if _, err := e.counter(t, testddb.Endpoint(t)).Apply(ctx, shard, rs[0:20]); err != nil {
+		t.Fatal(err)
+	}
+	l := e.lsm(t, testddb.Endpoint(t), now.Add(20*time.Second))
+	if _, err := l.Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.checkLSM(t, l, "s0", "s1", "s2")
 }
