@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/simtime"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
@@ -195,4 +196,58 @@ func TestLSMTypesCap(t *testing.T) {
 	if before != after || before != 60 {
 		t.Fatalf("%d events before the roll-up, %d after; want 60", before, after)
 	}
+}
+
+// TestLSMMinute: the scheduled fold on a virtual clock. A counter links a
+// batch every 15 s from 12:01:02 while invocations a minute apart run from
+// 12:01:00: each folds at once and every 20 s (at 12:01:00 nothing is
+// linked yet; at :20 and :40 there is), and the one from 12:02:00 rolls
+// the hour before up, once. The counts read exact at the end.
+func TestLSMMinute(t *testing.T) {
+	e := newEnv(t)
+	recs := mixed(t, e)
+	shards := shardsOf(recs)
+	simtime.Run(t, now.Add(time.Minute), func(t *testing.T, clock *simtime.Clock) {
+		client := clock.Client(testddb.Endpoint(t), 5*time.Millisecond)
+		c := &counts.Chain{Client: client, Table: e.table, Retention: 30 * 24 * time.Hour, Now: clock.Now}
+		l := &counts.LSM{Client: client, Table: e.table, Buckets: 4, Retention: 30 * 24 * time.Hour, Now: clock.Now}
+		ctx := context.Background()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(2 * time.Second)
+			for _, shard := range shards {
+				rs := recs[shard]
+				for i := 0; i < len(rs); i += 40 {
+					if _, err := c.Apply(ctx, shard, rs[i:min(i+40, len(rs))]); err != nil {
+						t.Error(err)
+						return
+					}
+					time.Sleep(15 * time.Second)
+				}
+			}
+		}()
+		var rolled []int
+		for m := range 3 {
+			st, err := l.Minute(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m == 0 && st.Folds != 2 {
+				t.Errorf("minute %d: %d folds; want 2, at :20 and :40", m, st.Folds)
+			}
+			if st.Rolled {
+				rolled = append(rolled, m)
+			}
+			time.Sleep(clock.Now().Truncate(time.Minute).Add(time.Minute).Sub(clock.Now()))
+		}
+		<-done
+		if _, err := l.Minute(ctx); err != nil { // the links of the last batches
+			t.Fatal(err)
+		}
+		if len(rolled) != 1 || rolled[0] != 1 {
+			t.Errorf("rolled up in minutes %v; want once, in the one from 12:02", rolled)
+		}
+		e.checkLSM(t, l, "s0", "s1", "s2")
+	})
 }
