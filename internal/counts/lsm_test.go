@@ -189,8 +189,13 @@ func TestLSMTypesCap(t *testing.T) {
 	fold(t, l, 1)
 	from, to := hour.Add(-time.Hour).Format(time.RFC3339), now.Format(time.RFC3339)
 	before := e.checkOverflowWith(t, func(r counts.Request) (counts.Response, error) { return l.Read(context.Background(), r) }, "many", from, to, 3)
-	if _, err := l.Rollup(context.Background()); err != nil {
+	st, err := l.Rollup(context.Background())
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Each ten minutes has 20 events, 4 of each type; k3 and k4 overflow.
+	if st.Overflowed != 24 || st.OverflowBySource["many"] != 24 {
+		t.Errorf("the roll-up says %d events overflowed (%v); want 24, of \"many\"", st.Overflowed, st.OverflowBySource)
 	}
 	after := e.checkOverflowWith(t, func(r counts.Request) (counts.Response, error) { return l.Read(context.Background(), r) }, "many", from, to, 3)
 	if before != after || before != 60 {

@@ -21,6 +21,24 @@ type RollupStats struct {
 	Items     int     // L2 items written
 	Conflicts int     // L2 writes refused by their watermark, then read again
 	WCU       float64 // write capacity the L2 writes consumed
+	// Overflowed is the events written without their type, their ten
+	// minutes keeping MaxTypes types already: what the per-source
+	// counter's CounterOverflow metric counts, by source in
+	// OverflowBySource.
+	Overflowed       int64
+	OverflowBySource map[string]int64
+}
+
+// addOverflow counts n events of source written without their type.
+func (st *RollupStats) addOverflow(source string, n int64) {
+	if n == 0 {
+		return
+	}
+	if st.OverflowBySource == nil {
+		st.OverflowBySource = map[string]int64{}
+	}
+	st.OverflowBySource[source] += n
+	st.Overflowed += n
 }
 
 // runTuples is the tuples of one source in one run.
@@ -54,6 +72,9 @@ func (l *LSM) Rollup(ctx context.Context) (RollupStats, error) {
 		st.Items += bs.Items
 		st.Conflicts += bs.Conflicts
 		st.WCU += bs.WCU
+		for source, n := range bs.OverflowBySource {
+			st.addOverflow(source, n)
+		}
 		return err
 	})
 	return st, err
@@ -96,11 +117,12 @@ func (l *LSM) rollBucket(ctx context.Context, b int, done int64, cutoff time.Tim
 	var mu sync.Mutex
 	err = l.each(len(order), func(i int) error {
 		k := order[i]
-		wrote, conflicts, wcu, err := l.rollItem(ctx, k, items[k])
+		wrote, overflowed, conflicts, wcu, err := l.rollItem(ctx, k, items[k])
 		mu.Lock()
 		defer mu.Unlock()
 		if wrote {
 			st.Items++
+			st.addOverflow(k.source, overflowed)
 		}
 		st.Conflicts += conflicts
 		st.WCU += wcu
@@ -184,28 +206,36 @@ func ofSource(ts []Tuple, source string) []Tuple {
 // another roll-up.
 const maxRollAttempts = 8
 
-// rollItem adds to L2 item k the tuples of runs above its watermark.
-func (l *LSM) rollItem(ctx context.Context, k itemKey, runs []runTuples) (wrote bool, conflicts int, wcu float64, err error) {
+// rollItem adds to L2 item k the tuples of runs above its watermark, and
+// says how many of their events it wrote without their type.
+func (l *LSM) rollItem(ctx context.Context, k itemKey, runs []runTuples) (wrote bool, overflowed int64, conflicts int, wcu float64, err error) {
 	hour, _, err := bucketing.CounterSliceTime(k.slice)
 	if err != nil {
-		return false, 0, 0, err
+		return false, 0, 0, 0, err
 	}
 	for range maxRollAttempts {
 		it, err := l.readL2(ctx, k)
 		if err != nil {
-			return false, conflicts, wcu, err
+			return false, 0, conflicts, wcu, err
 		}
 		add := it.above(runs)
 		if len(add) == 0 {
-			return false, conflicts, wcu, nil
+			return false, 0, conflicts, wcu, nil
 		}
-		merged := append(it.tuples, capTypes(it.tuples, add, l.maxTypes())...)
+		capped := capTypes(it.tuples, add, l.maxTypes())
+		overflowed = 0
+		for i, x := range capped {
+			if x.Type == overflowType && add[i].Type != overflowType {
+				overflowed += x.N
+			}
+		}
+		merged := append(it.tuples, capped...)
 		for i := range merged {
 			merged[i].Source = ""
 		}
 		p, err := encodePack(merged)
 		if err != nil {
-			return false, conflicts, wcu, err
+			return false, 0, conflicts, wcu, err
 		}
 		last := runs[len(runs)-1].run
 		cond := "#w = :w"
@@ -233,14 +263,14 @@ func (l *LSM) rollItem(ctx context.Context, k itemKey, runs []runTuples) (wrote 
 		}
 		switch {
 		case err == nil:
-			return true, conflicts, wcu, nil
+			return true, overflowed, conflicts, wcu, nil
 		case isCond(err):
 			conflicts++
 		default:
-			return false, conflicts, wcu, fmt.Errorf("roll-up: write %s %s: %w", k.source, k.slice, err)
+			return false, 0, conflicts, wcu, fmt.Errorf("roll-up: write %s %s: %w", k.source, k.slice, err)
 		}
 	}
-	return false, conflicts, wcu, fmt.Errorf("roll-up: %s %s: %d writes refused in a row", k.source, k.slice, maxRollAttempts)
+	return false, 0, conflicts, wcu, fmt.Errorf("roll-up: %s %s: %d writes refused in a row", k.source, k.slice, maxRollAttempts)
 }
 
 // l2Item is an L2 item's packed counts and watermark.
