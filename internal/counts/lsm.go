@@ -153,17 +153,16 @@ func (l *LSM) getNumber(ctx context.Context, pk, sk, name string) (int64, error)
 
 // setNumber sets number attribute name of item (pk, sk) to n, on condition
 // that it is below n (or absent): a step that ran twice does not move back.
+// These items (the fold's state, the roll-up's cursors) never expire: a
+// state that vanished would start the runs again at 1.
 func (l *LSM) setNumber(ctx context.Context, pk, sk, name string, n int64) error {
 	_, err := l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(l.Table),
-		Key:                      key(pk, sk),
-		UpdateExpression:         aws.String("SET #n = :n, #exp = :exp"),
-		ConditionExpression:      aws.String("attribute_not_exists(#n) OR #n < :n"),
-		ExpressionAttributeNames: map[string]string{"#n": name, "#exp": schema.TTL},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":n":   &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)},
-			":exp": &types.AttributeValueMemberN{Value: l.expiry()},
-		},
+		TableName:                 aws.String(l.Table),
+		Key:                       key(pk, sk),
+		UpdateExpression:          aws.String("SET #n = :n"),
+		ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :n"),
+		ExpressionAttributeNames:  map[string]string{"#n": name},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}},
 	})
 	if err != nil && !isCond(err) {
 		return fmt.Errorf("set %s %s %s to %d: %w", pk, sk, name, n, err)
