@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -408,4 +409,48 @@ func TestChainRedrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.checkLSM(t, l, "s0", "s1", "s2")
+}
+
+// TestChainAtTheItemLimit: 1,500 events whose sources and types are 256
+// random bytes each (about 770 KB of names that do not deflate) come in
+// one batch: the chain writes them as consecutive links, each accepted by
+// DynamoDB under its 400 KB, and the fold's packs of them too.
+func TestChainAtTheItemLimit(t *testing.T) {
+	e := newEnv(t)
+	rng := rand.New(rand.NewPCG(400, 1))
+	hexName := func() string {
+		b := make([]byte, 128)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return fmt.Sprintf("%x", b) // 256 bytes
+	}
+	var all []ev
+	for i := range 1500 {
+		all = append(all, ev{hexName(), fmt.Sprint(i), hexName(), now.Add(-time.Duration(i) * time.Second)})
+	}
+	e.store(t, e.add(all...))
+	recs := e.stream(t)
+	st := link(t, e.chain(t, testddb.Endpoint(t)), recs, 10000, 1)
+	if st.Links < 2 || st.Counted != len(all) {
+		t.Fatalf("%+v: want %d events in at least two links", st, len(all))
+	}
+	t.Logf("%d events of 512 bytes of names: %d links, %d pack bytes", len(all), st.Links, st.Bytes)
+	e.checkChained(t, shardsOf(recs))
+	l := e.lsm(t, testddb.Endpoint(t), now.Add(20*time.Second))
+	l.Buckets = 1 // every tuple in one bucket: its pack of the run must be cut too
+	fs := fold(t, l, 1)
+	if fs.Packs < 2 {
+		t.Fatalf("%+v: want the bucket's pack cut in parts", fs)
+	}
+	for _, x := range []ev{all[7], all[1499]} { // one in each part of the pack, as sources sort
+		q := url.Values{"source": {x.source}, "from": {now.Add(-time.Hour).Format(time.RFC3339)}, "to": {now.Format(time.RFC3339)}, "group_by": {"type"}}
+		got, err := l.Read(context.Background(), e.request(t, q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := flatten(got), flatten(e.reference(e.request(t, q))); g != w {
+			t.Fatalf("%.20s…: got %.200s, want %.200s", x.source, g, w)
+		}
+	}
 }
