@@ -112,75 +112,101 @@ func (c *Chain) HandleChain(ctx context.Context, ev events.DynamoDBTimeWindowEve
 // error nothing is lost and nothing is doubled: the batch is retried, and
 // what was written is found at the tip.
 func (c *Chain) Apply(ctx context.Context, shardID string, recs []events.DynamoDBEventRecord) (ChainStats, error) {
-	st := ChainStats{Records: len(recs)}
 	parsed, skipped, err := parse(recs)
-	st.Skipped = skipped
+	x := &extension{c: c, shard: shardID, recs: parsed, st: ChainStats{Records: len(recs), Skipped: skipped}}
 	if err != nil || len(parsed) == 0 {
-		return st, err
+		return x.st, err
 	}
-	sortBySeq(parsed)
-	tip, known := c.tip(shardID)
-	stuck, guarded := 0, false
+	sortBySeq(x.recs)
+	x.tip, x.known = c.tip(shardID)
 	for {
-		if !known {
-			if tip, err = c.readTip(ctx, shardID); err != nil {
-				return st, err
-			}
-			st.Reads++
-			known = true
+		if err := x.place(ctx); err != nil {
+			return x.st, err
 		}
-		if tip == "0" && !guarded {
-			// The chain has no link yet: register it, and leave out what
-			// the previous release counted, in every batch until the
-			// first link is written.
-			if err := c.register(ctx, shardID); err != nil {
-				return st, err
-			}
-			before := len(parsed)
-			if parsed, err = c.notCountedBefore(ctx, shardID, parsed); err != nil {
-				return st, err
-			}
-			st.Seen += before - len(parsed)
-			guarded = true
+		if len(x.recs) == 0 {
+			c.remember(shardID, x.tip)
+			return x.st, nil
 		}
-		rest := above(parsed, tip)
-		st.Seen += len(parsed) - len(rest)
-		parsed = rest
-		if len(parsed) == 0 {
-			c.remember(shardID, tip)
-			return st, nil
+		if x.stuck == maxChainAttempts {
+			return x.st, fmt.Errorf("L0 chain of %s: %d puts refused in a row at the tip: another invocation of the shard keeps extending it", shardID, x.stuck)
 		}
-		if stuck == maxChainAttempts {
-			return st, fmt.Errorf("L0 chain of %s: %d puts refused in a row at the tip: another invocation of the shard keeps extending it", shardID, stuck)
-		}
-		n, pack, err := c.cut(parsed)
-		if err != nil {
-			return st, fmt.Errorf("L0 chain of %s: %w", shardID, err)
-		}
-		next, wcu, err := c.put(ctx, shardID, tip, parsed[:n], pack)
-		st.Puts++
-		st.WCU += wcu
-		switch {
-		case err == nil:
-			st.Links++
-			st.Counted += n
-			st.Bytes += len(pack)
-			tip, parsed, stuck = parsed[n-1].seq, parsed[n:], 0
-			c.remember(shardID, tip)
-		case errors.Is(err, errTipTaken):
-			st.Conflicts++
-			stuck++
-			if next == "" || stuck > 1 {
-				known = false // twice behind: read the newest link rather than follow link by link
-			} else {
-				tip = next
-			}
-		default:
-			// The tip stays as it was: if the put was applied and its
-			// answer lost, the next put there is refused with the link.
-			return st, err
+		if err := x.extend(ctx); err != nil {
+			return x.st, err
 		}
 	}
+}
+
+// extension is one Apply's progress along its shard's chain.
+type extension struct {
+	c              *Chain
+	shard          string
+	recs           []record // the records left to write, in sequence order
+	tip            string   // the tip as last written or learned
+	known, guarded bool     // the tip is known; the guard of an empty chain ran
+	stuck          int      // puts refused in a row
+	st             ChainStats
+}
+
+// place learns the tip when it is not known, and drops the records at or
+// below it. While the chain has no link, it registers the chain and leaves
+// out what the previous release counted (notCountedBefore), once.
+func (x *extension) place(ctx context.Context) error {
+	if !x.known {
+		tip, err := x.c.readTip(ctx, x.shard)
+		if err != nil {
+			return err
+		}
+		x.tip, x.known = tip, true
+		x.st.Reads++
+	}
+	if x.tip == "0" && !x.guarded {
+		if err := x.c.register(ctx, x.shard); err != nil {
+			return err
+		}
+		rest, err := x.c.notCountedBefore(ctx, x.shard, x.recs)
+		if err != nil {
+			return err
+		}
+		x.st.Seen += len(x.recs) - len(rest)
+		x.recs, x.guarded = rest, true
+	}
+	rest := above(x.recs, x.tip)
+	x.st.Seen += len(x.recs) - len(rest)
+	x.recs = rest
+	return nil
+}
+
+// extend writes the next link at the tip. When the tip is taken, it moves
+// to the tip the refusal names, or, refused twice in a row, reads it.
+func (x *extension) extend(ctx context.Context) error {
+	n, pack, err := x.c.cut(x.recs)
+	if err != nil {
+		return fmt.Errorf("L0 chain of %s: %w", x.shard, err)
+	}
+	next, wcu, err := x.c.put(ctx, x.shard, x.tip, x.recs[:n], pack)
+	x.st.Puts++
+	x.st.WCU += wcu
+	switch {
+	case err == nil:
+		x.st.Links++
+		x.st.Counted += n
+		x.st.Bytes += len(pack)
+		x.tip, x.recs, x.stuck = x.recs[n-1].seq, x.recs[n:], 0
+		x.c.remember(x.shard, x.tip)
+	case errors.Is(err, errTipTaken):
+		x.st.Conflicts++
+		x.stuck++
+		if next == "" || x.stuck > 1 {
+			x.known = false // twice behind: read the newest link rather than follow link by link
+		} else {
+			x.tip = next
+		}
+	default:
+		// The tip stays as it was: if the put was applied and its answer
+		// lost, the next put there is refused with the link.
+		return err
+	}
+	return nil
 }
 
 // errTipTaken: a link already extends the tip a put tried to extend.

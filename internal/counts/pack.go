@@ -34,63 +34,97 @@ const packVersion = 1
 // encodePack packs ts, which may hold a (source, minute, type) more than
 // once (their counts add).
 func encodePack(ts []Tuple) ([]byte, error) {
-	sums := map[tupleKey]int64{}
-	for _, t := range ts {
-		sums[tupleKey{t.Source, t.Minute.Unix() / 60, t.Type}] += t.N
-	}
-	keys := make([]tupleKey, 0, len(sums))
-	types := map[string]int{}
-	var names []string
-	base := int64(-1)
-	for k := range sums {
-		keys = append(keys, k)
-		if _, ok := types[k.typ]; !ok {
-			types[k.typ] = 0
-			names = append(names, k.typ)
-		}
-		if base < 0 || k.minute < base {
-			base = k.minute
-		}
-	}
-	sort.Strings(names)
-	for i, n := range names {
-		types[n] = i
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].less(keys[j]) })
+	sp := sumTuples(ts)
+	raw := appendTypes(nil, sp.types)
+	raw = appendSources(raw, sp.keys)
+	raw = binary.AppendUvarint(raw, uint64(sp.base))
+	raw = appendCounts(raw, sp)
+	return deflate(raw)
+}
 
-	var raw []byte
-	raw = binary.AppendUvarint(raw, uint64(len(names)))
-	for _, n := range names {
-		raw = appendString(raw, n)
+// summed is tuples summed by key, sorted, with their types' indexes and
+// the earliest minute.
+type summed struct {
+	keys  []tupleKey
+	sums  map[tupleKey]int64
+	types []string       // sorted
+	index map[string]int // type -> its place in types
+	base  int64          // the earliest minute, Unix minutes (0 when none)
+}
+
+func sumTuples(ts []Tuple) summed {
+	sp := summed{sums: map[tupleKey]int64{}, index: map[string]int{}, base: -1}
+	for _, t := range ts {
+		sp.sums[tupleKey{t.Source, t.Minute.Unix() / 60, t.Type}] += t.N
 	}
+	for k := range sp.sums {
+		sp.keys = append(sp.keys, k)
+		if _, ok := sp.index[k.typ]; !ok {
+			sp.index[k.typ] = 0
+			sp.types = append(sp.types, k.typ)
+		}
+		if sp.base < 0 || k.minute < sp.base {
+			sp.base = k.minute
+		}
+	}
+	sp.base = max(sp.base, 0)
+	sort.Strings(sp.types)
+	for i, n := range sp.types {
+		sp.index[n] = i
+	}
+	sort.Slice(sp.keys, func(i, j int) bool { return sp.keys[i].less(sp.keys[j]) })
+	return sp
+}
+
+func appendTypes(b []byte, types []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(types)))
+	for _, n := range types {
+		b = appendString(b, n)
+	}
+	return b
+}
+
+// appendSources writes the sources of keys (sorted), each once,
+// front-coded.
+func appendSources(b []byte, keys []tupleKey) []byte {
 	var sources []string
 	for i, k := range keys {
 		if i == 0 || k.source != keys[i-1].source {
 			sources = append(sources, k.source)
 		}
 	}
-	raw = binary.AppendUvarint(raw, uint64(len(sources)))
+	b = binary.AppendUvarint(b, uint64(len(sources)))
 	prev := ""
 	for _, s := range sources {
 		shared := commonPrefix(prev, s)
-		raw = binary.AppendUvarint(raw, uint64(shared))
-		raw = appendString(raw, s[shared:])
+		b = binary.AppendUvarint(b, uint64(shared))
+		b = appendString(b, s[shared:])
 		prev = s
 	}
-	raw = binary.AppendUvarint(raw, uint64(max(base, 0)))
-	for i := 0; i < len(keys); {
+	return b
+}
+
+// appendCounts writes, source by source, how many tuples it has and each
+// one's minute after the base, type index and count.
+func appendCounts(b []byte, sp summed) []byte {
+	for i := 0; i < len(sp.keys); {
 		j := i
-		for j < len(keys) && keys[j].source == keys[i].source {
+		for j < len(sp.keys) && sp.keys[j].source == sp.keys[i].source {
 			j++
 		}
-		raw = binary.AppendUvarint(raw, uint64(j-i))
-		for _, k := range keys[i:j] {
-			raw = binary.AppendUvarint(raw, uint64(k.minute-base))
-			raw = binary.AppendUvarint(raw, uint64(types[k.typ]))
-			raw = binary.AppendUvarint(raw, uint64(sums[k]))
+		b = binary.AppendUvarint(b, uint64(j-i))
+		for _, k := range sp.keys[i:j] {
+			b = binary.AppendUvarint(b, uint64(k.minute-sp.base))
+			b = binary.AppendUvarint(b, uint64(sp.index[k.typ]))
+			b = binary.AppendUvarint(b, uint64(sp.sums[k]))
 		}
 		i = j
 	}
+	return b
+}
+
+// deflate is the pack's version byte and raw, deflated.
+func deflate(raw []byte) ([]byte, error) {
 	var out bytes.Buffer
 	out.WriteByte(packVersion)
 	w, err := flate.NewWriter(&out, flate.BestCompression)

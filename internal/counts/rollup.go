@@ -209,10 +209,6 @@ const maxRollAttempts = 8
 // rollItem adds to L2 item k the tuples of runs above its watermark, and
 // says how many of their events it wrote without their type.
 func (l *LSM) rollItem(ctx context.Context, k itemKey, runs []runTuples) (wrote bool, overflowed int64, conflicts int, wcu float64, err error) {
-	hour, _, err := bucketing.CounterSliceTime(k.slice)
-	if err != nil {
-		return false, 0, 0, 0, err
-	}
 	for range maxRollAttempts {
 		it, err := l.readL2(ctx, k)
 		if err != nil {
@@ -229,48 +225,61 @@ func (l *LSM) rollItem(ctx context.Context, k itemKey, runs []runTuples) (wrote 
 				overflowed += x.N
 			}
 		}
-		merged := append(it.tuples, capped...)
-		for i := range merged {
-			merged[i].Source = ""
-		}
-		p, err := encodePack(merged)
-		if err != nil {
-			return false, 0, conflicts, wcu, err
-		}
-		last := runs[len(runs)-1].run
-		cond := "#w = :w"
-		vals := map[string]types.AttributeValue{
-			":p":   &types.AttributeValueMemberB{Value: p},
-			":run": &types.AttributeValueMemberN{Value: strconv.FormatInt(last, 10)},
-			":exp": &types.AttributeValueMemberN{Value: strconv.FormatInt(hour.Add(time.Hour+l.Retention+24*time.Hour).Unix(), 10)},
-		}
-		if it.mark == 0 {
-			cond = "attribute_not_exists(#w)"
-		} else {
-			vals[":w"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(it.mark, 10)}
-		}
-		out, err := l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(l.Table),
-			Key:                       key(bucketing.CounterPK(k.source), k.slice),
-			UpdateExpression:          aws.String("SET #p = :p, #w = :run, #exp = :exp"),
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  map[string]string{"#p": l2Pack, "#w": l2Mark, "#exp": schema.TTL},
-			ExpressionAttributeValues: vals,
-			ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-		})
-		if out != nil && out.ConsumedCapacity != nil {
-			wcu += aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
-		}
+		used, err := l.writeL2(ctx, k, it, append(it.tuples, capped...), runs[len(runs)-1].run)
+		wcu += used
 		switch {
 		case err == nil:
 			return true, overflowed, conflicts, wcu, nil
 		case isCond(err):
 			conflicts++
 		default:
-			return false, 0, conflicts, wcu, fmt.Errorf("roll-up: write %s %s: %w", k.source, k.slice, err)
+			return false, 0, conflicts, wcu, err
 		}
 	}
 	return false, 0, conflicts, wcu, fmt.Errorf("roll-up: %s %s: %d writes refused in a row", k.source, k.slice, maxRollAttempts)
+}
+
+// writeL2 sets L2 item k's counts to tuples and its watermark to run, on
+// condition that its watermark is still the one read in it.
+func (l *LSM) writeL2(ctx context.Context, k itemKey, it l2Item, tuples []Tuple, run int64) (wcu float64, err error) {
+	hour, _, err := bucketing.CounterSliceTime(k.slice)
+	if err != nil {
+		return 0, err
+	}
+	for i := range tuples {
+		tuples[i].Source = ""
+	}
+	p, err := encodePack(tuples)
+	if err != nil {
+		return 0, err
+	}
+	cond := "#w = :w"
+	vals := map[string]types.AttributeValue{
+		":p":   &types.AttributeValueMemberB{Value: p},
+		":run": &types.AttributeValueMemberN{Value: strconv.FormatInt(run, 10)},
+		":exp": &types.AttributeValueMemberN{Value: strconv.FormatInt(hour.Add(time.Hour+l.Retention+24*time.Hour).Unix(), 10)},
+	}
+	if it.mark == 0 {
+		cond = "attribute_not_exists(#w)"
+	} else {
+		vals[":w"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(it.mark, 10)}
+	}
+	out, err := l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(l.Table),
+		Key:                       key(bucketing.CounterPK(k.source), k.slice),
+		UpdateExpression:          aws.String("SET #p = :p, #w = :run, #exp = :exp"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#p": l2Pack, "#w": l2Mark, "#exp": schema.TTL},
+		ExpressionAttributeValues: vals,
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	})
+	if out != nil && out.ConsumedCapacity != nil {
+		wcu = aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
+	}
+	if err != nil && !isCond(err) {
+		return wcu, fmt.Errorf("roll-up: write %s %s: %w", k.source, k.slice, err)
+	}
+	return wcu, err
 }
 
 // l2Item is an L2 item's packed counts and watermark.
