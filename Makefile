@@ -101,13 +101,14 @@ fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 
-## build: the four Lambda binaries for provided.al2023 on arm64
+## build: the five Lambda binaries for provided.al2023 on arm64
 build:
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/ingest/bootstrap ./functions/ingest
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/query/bootstrap ./functions/query
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/counter/bootstrap ./functions/counter
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/countfold/bootstrap ./functions/countfold
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/archive/bootstrap ./functions/archive
-	@ls -l $(BIN)/ingest/bootstrap $(BIN)/query/bootstrap $(BIN)/counter/bootstrap $(BIN)/archive/bootstrap
+	@ls -l $(BIN)/ingest/bootstrap $(BIN)/query/bootstrap $(BIN)/counter/bootstrap $(BIN)/countfold/bootstrap $(BIN)/archive/bootstrap
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

@@ -36,6 +36,7 @@ func (pl *Pipeline) alarms(c constructs.Construct, p Props) {
 	alarm("GSIWriteThrottlesAlarm", "DynamoDB throttled writes to the GSI: a hot GSI key", pl.tableMetric("WriteThrottleEvents", schema.GSIName), *p.Throttles)
 	alarm("Api5xxAlarm", "The API answered 5xx", sum(pl.API.MetricServerError(nil)), *p.API5xx)
 	pl.counterAlarms(alarm, p)
+	pl.countFoldAlarms(alarm, p)
 	pl.archiveAlarms(alarm, p)
 	pl.givenUpAlarms(alarm)
 	pl.dashboard(c)

@@ -371,7 +371,7 @@ func TestArchiveOff(t *testing.T) {
 				t.Errorf("Archive off: %d %s", n, typ)
 			}
 		}
-		for typ, want := range map[string]int{"AWS::Lambda::Function": 3, "AWS::Lambda::EventSourceMapping": 2, "AWS::CloudWatch::Alarm": 14,
+		for typ, want := range map[string]int{"AWS::Lambda::Function": 4, "AWS::Lambda::EventSourceMapping": 2, "AWS::CloudWatch::Alarm": 16,
 			"AWS::S3::Bucket": 1, "AWS::S3::BucketPolicy": 1} {
 			if n := len(s.resources(typ)); n != want {
 				t.Errorf("Archive off: %d %s, want %d", n, typ, want)

@@ -17,14 +17,15 @@ import (
 // of shards, events are kept 90 days in the table, and the archive keeps
 // them for two years. CodeDir is where `make build` writes the functions
 // (bin/ by default); here, stand-ins. The stack holds the table, the
-// stream, the four functions (ingest, query, counter, archive), their three
-// event source mappings (the stream to ingest, the table's stream to the
-// counter and the archive), the HTTP API, and three buckets (the archive,
+// stream, the five functions (ingest, query, counter, the counters'
+// scheduled fold, archive), their three event source mappings (the stream
+// to ingest, the table's stream to the counter and the archive), the
+// fold's schedule, the HTTP API, and three buckets (the archive,
 // the batches Lambda gave up on, and the archive's access logs).
 func ExampleNewPipeline() {
 	code, _ := os.MkdirTemp("", "shardline-bin")
 	defer os.RemoveAll(code)
-	for _, fn := range []string{"ingest", "query", "counter", "archive"} {
+	for _, fn := range []string{"ingest", "query", "counter", "countfold", "archive"} {
 		os.MkdirAll(filepath.Join(code, fn), 0o755)
 		os.WriteFile(filepath.Join(code, fn, "bootstrap"), []byte(fn), 0o755)
 	}
@@ -46,7 +47,7 @@ func ExampleNewPipeline() {
 		count[r.(map[string]any)["Type"].(string)]++
 	}
 	var types []string
-	for _, typ := range []string{"AWS::DynamoDB::Table", "AWS::Kinesis::Stream", "AWS::Lambda::Function", "AWS::Lambda::EventSourceMapping", "AWS::ApiGatewayV2::Api", "AWS::S3::Bucket"} {
+	for _, typ := range []string{"AWS::DynamoDB::Table", "AWS::Kinesis::Stream", "AWS::Lambda::Function", "AWS::Lambda::EventSourceMapping", "AWS::Events::Rule", "AWS::ApiGatewayV2::Api", "AWS::S3::Bucket"} {
 		types = append(types, fmt.Sprintf("%s: %d", typ, count[typ]))
 	}
 	sort.Strings(types)
@@ -56,8 +57,9 @@ func ExampleNewPipeline() {
 	// Output:
 	// AWS::ApiGatewayV2::Api: 1
 	// AWS::DynamoDB::Table: 1
+	// AWS::Events::Rule: 1
 	// AWS::Kinesis::Stream: 1
 	// AWS::Lambda::EventSourceMapping: 3
-	// AWS::Lambda::Function: 4
+	// AWS::Lambda::Function: 5
 	// AWS::S3::Bucket: 3
 }

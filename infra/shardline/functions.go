@@ -13,6 +13,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/loglevel"
 	"github.com/shardline/shardline/internal/query"
@@ -60,6 +61,7 @@ func (pl *Pipeline) functions(c constructs.Construct, p Props) {
 		query.EnvCursorSecretARN: *pl.CursorSecret.SecretArn(),
 		query.EnvConcurrency:     strconv.Itoa(p.QueryConcurrency),
 		query.EnvLogLevel:        p.logLevel(),
+		query.EnvCountBuckets:    strconv.Itoa(counts.DefaultBuckets),
 	})
 }
 

@@ -18,7 +18,7 @@ import (
 func (pl *Pipeline) grants(p Props) {
 	pl.ingestGrants()
 	pl.queryGrants(p)
-	fns := []awslambda.Function{pl.Ingest, pl.Query, pl.Counter}
+	fns := []awslambda.Function{pl.Ingest, pl.Query, pl.Counter, pl.CountFold}
 	if pl.Archive != nil {
 		fns = append(fns, pl.Archive)
 	}
@@ -94,6 +94,14 @@ func (pl *Pipeline) queryGrants(p Props) {
 		Actions:    jsii.Strings("dynamodb:BatchGetItem"),
 		Resources:  &[]*string{tableArn},
 		Conditions: leadingKeys(batch...),
+	}))
+	// A chart reads where the counters' fold and roll-up stand: two items
+	// by key in the counters' own space (C##, docs/counts.md).
+	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CounterLevels"),
+		Actions:    jsii.Strings("dynamodb:GetItem"),
+		Resources:  &[]*string{tableArn},
+		Conditions: leadingKeys("C##*"),
 	}))
 	pl.Query.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("ReadCursorSecret"),

@@ -102,6 +102,9 @@ func TestDeleteRightsAreExactlyTheseOnes(t *testing.T) {
 		{"Query", request{"read a day's shard record and hour index", "dynamodb:Query", meta}, true},
 		{"Query", request{"read a shard record by key (it queries instead)", "dynamodb:GetItem", meta}, false},
 		{"Query", request{"query events", "dynamodb:Query", ev}, true},
+		{"Query", request{"read where the counters' fold stands", "dynamodb:GetItem", "C##L1"}, true},
+		{"Query", request{"read a source's counter item by key (it queries instead)", "dynamodb:GetItem", "C#src"}, false},
+		{"Query", request{"update a counter", "dynamodb:UpdateItem", "C##L1"}, false},
 	} {
 		if got := allowedBy(t, s, c.fn, c.r); got != c.allow {
 			t.Errorf("%s may %s (%s on %s): %v, want %v", c.fn, c.r.what, c.r.action, c.r.pk, got, c.allow)

@@ -30,7 +30,9 @@ type Pipeline struct {
 	Query  awslambda.Function
 	// Counter keeps the counts GET /v1/counts serves, from the table's stream.
 	Counter awslambda.Function
-	API     awsapigatewayv2.HttpApi
+	// CountFold folds the counter's links and rolls them up, every minute.
+	CountFold awslambda.Function
+	API       awsapigatewayv2.HttpApi
 	// FailedBatches holds the stream batches Lambda gave up on, records
 	// included: every event source mapping's on-failure destination.
 	FailedBatches awss3.Bucket
@@ -69,6 +71,7 @@ func NewPipeline(scope constructs.Construct, id string, props *Props) *Pipeline 
 	pl.failedBatches(c, p)
 	pl.functions(c, p)
 	pl.counter(c, p)
+	pl.countFold(c, p)
 	pl.archive(c, p)
 	pl.grants(p)
 	pl.kinesis(c, p)

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 // assets by hash, and these tests look at the template, not the binaries.
 func codeDir(t *testing.T) string {
 	dir := t.TempDir()
-	for _, fn := range []string{"ingest", "query", "counter", "archive"} {
+	for _, fn := range []string{"ingest", "query", "counter", "countfold", "archive"} {
 		os.MkdirAll(filepath.Join(dir, fn), 0o755)
 		os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(fn), 0o755)
 	}
@@ -209,8 +209,8 @@ func checkTable(t *testing.T, s synth, projection schema.Projection) {
 func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
 	s := defaultSynth(t)
 	fns := s.resources("AWS::Lambda::Function")
-	if len(fns) != 4 {
-		t.Fatalf("%d functions, want ingest, query, counter and archive", len(fns))
+	if len(fns) != 5 {
+		t.Fatalf("%d functions, want ingest, query, counter, countfold and archive", len(fns))
 	}
 	for id, fn := range fns {
 		p := props(fn)
@@ -227,6 +227,9 @@ func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
 		want := append([]string(nil), query.EnvVars...)
 		if strings.HasPrefix(id, "PCounter") {
 			want = append([]string(nil), counts.EnvVars...)
+		}
+		if strings.HasPrefix(id, "PCountFold") {
+			want = append([]string(nil), counts.FoldEnvVars...)
 		}
 		if strings.HasPrefix(id, "PArchive") {
 			want = append([]string(nil), archive.EnvVars...)
@@ -467,13 +470,15 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		"Query":  {"dynamodb:Query": true, "dynamodb:GetItem": true, "dynamodb:BatchGetItem": true},
 		"Counter": {"dynamodb:UpdateItem": true, "dynamodb:GetItem": true, "dynamodb:ListStreams": true,
 			"dynamodb:DescribeStream": true, "dynamodb:GetRecords": true, "dynamodb:GetShardIterator": true},
-		"Archive": {"dynamodb:ListStreams": true, "dynamodb:DescribeStream": true, "dynamodb:GetRecords": true, "dynamodb:GetShardIterator": true},
+		"CountFold": {"dynamodb:GetItem": true, "dynamodb:PutItem": true, "dynamodb:UpdateItem": true, "dynamodb:Query": true},
+		"Archive":   {"dynamodb:ListStreams": true, "dynamodb:DescribeStream": true, "dynamodb:GetRecords": true, "dynamodb:GetShardIterator": true},
 	}
 	// The key spaces each function may touch item by item.
 	spaces := map[string]map[string][]string{
-		"Ingest":  {"dynamodb:GetItem": {"M#*"}, "dynamodb:PutItem": {"M#*", "S#*"}, "dynamodb:UpdateItem": {"M#*"}},
-		"Query":   {"dynamodb:GetItem": {"M#*"}},
-		"Counter": {"dynamodb:GetItem": {"C#*"}, "dynamodb:UpdateItem": {"C#*"}},
+		"Ingest":    {"dynamodb:GetItem": {"M#*"}, "dynamodb:PutItem": {"M#*", "S#*"}, "dynamodb:UpdateItem": {"M#*"}},
+		"Query":     {"dynamodb:GetItem": {"M#*", "C##*"}},
+		"Counter":   {"dynamodb:GetItem": {"C#*"}, "dynamodb:UpdateItem": {"C#*"}},
+		"CountFold": {"dynamodb:GetItem": {"C#*"}, "dynamodb:PutItem": {"C#*"}, "dynamodb:UpdateItem": {"C#*"}, "dynamodb:Query": {"C#*"}},
 	}
 	// BatchGetItem: the query function's, once, on days' shard records and
 	// hour indexes (M#), and with a lean GSI on events (E#) too.
@@ -502,6 +507,9 @@ func TestIAMIsLeastPrivilege(t *testing.T) {
 		}
 		if strings.HasPrefix(id, "PCounter") {
 			fn = "Counter"
+		}
+		if strings.HasPrefix(id, "PCountFold") {
+			fn = "CountFold"
 		}
 		if strings.HasPrefix(id, "PArchive") {
 			fn = "Archive"
@@ -569,8 +577,8 @@ func TestAlarmsDashboardOutputs(t *testing.T) {
 			t.Errorf("no alarm on %s", m)
 		}
 	}
-	if len(alarms) != 17 {
-		t.Errorf("%d alarms, want 17", len(alarms))
+	if len(alarms) != 19 {
+		t.Errorf("%d alarms, want 19", len(alarms))
 	}
 	s.one(t, "AWS::CloudWatch::Dashboard")
 	outs := s.tpl["Outputs"].(map[string]any)

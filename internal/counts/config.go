@@ -15,6 +15,11 @@ const (
 	EnvTable         = "EVENTS_TABLE"   // required: the table's name
 	EnvRetentionDays = "RETENTION_DAYS" // days events are kept, as the ingest function's; default 30
 	EnvLogLevel      = "LOG_LEVEL"      // debug, info, warn or error; default info
+
+	// EnvBuckets is the number of L1 buckets of the sources, read by the
+	// scheduled fold and by the query function: both must have the same
+	// (the stack sets it in both). Default DefaultBuckets.
+	EnvBuckets = "COUNT_BUCKETS"
 )
 
 // EnvVars lists every variable above.
@@ -49,4 +54,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("%s=%w", EnvLogLevel, err)
 	}
 	return c, nil
+}
+
+// MaxL1Buckets bounds EnvBuckets: a fold writes up to one pack per bucket a
+// run, 20 s apart (docs/counts.md, "Heat at the claimed scale").
+const MaxL1Buckets = 4096
+
+// ParseBuckets reads EnvBuckets' value s: DefaultBuckets when empty.
+func ParseBuckets(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return DefaultBuckets, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > MaxL1Buckets {
+		return 0, fmt.Errorf("%s=%q: want a whole number from 1 to %d", EnvBuckets, s, MaxL1Buckets)
+	}
+	return n, nil
 }

@@ -19,6 +19,9 @@ const (
 	// DynamoDB refused an update with types): a producer with too many
 	// types, often an id in `type`.
 	MetricOverflow = "CounterOverflow"
+	// MetricLinks is the L0 links the counter wrote: with no fold run
+	// (MetricFoldRuns) beside them, the counts stopped moving.
+	MetricLinks = "CounterLinks"
 )
 
 // Dimensions are the dimensions of the counter function's metrics.

@@ -2,6 +2,7 @@ package counts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -76,6 +77,34 @@ func (l *LSM) Read(ctx context.Context, r Request) (Response, error) {
 	}
 	resp.Series = r.series(t.done())
 	return resp, nil
+}
+
+// ReadClient is the part of the DynamoDB client a read of every level
+// uses: it writes nothing.
+type ReadClient interface {
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// ReadLevels is LSM.Read for a reader that may not write (the query
+// function): r answered from every level of table, with buckets L1
+// buckets (EnvBuckets).
+func ReadLevels(ctx context.Context, c ReadClient, table string, buckets int, r Request) (Response, error) {
+	l := &LSM{Client: readOnly{c}, Table: table, Buckets: buckets}
+	return l.Read(ctx, r)
+}
+
+// readOnly is an LSMClient whose writes fail: Read never writes.
+type readOnly struct{ ReadClient }
+
+var errReadOnly = errors.New("counts: a read of the levels does not write")
+
+func (readOnly) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, errReadOnly
 }
 
 // readUnrolled adds the done L1 tuples of r's source that its L2 items do

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/loglevel"
 	"github.com/shardline/shardline/internal/secret"
 )
@@ -19,10 +20,11 @@ const (
 	EnvCursorSecretARN = "CURSOR_SECRET_ARN" // Secrets Manager secret whose value signs cursors; unset: a random key per process
 	EnvConcurrency     = "QUERY_CONCURRENCY" // DynamoDB requests in flight per page; default 32
 	EnvLogLevel        = "LOG_LEVEL"         // debug, info, warn or error; default info
+	EnvCountBuckets    = counts.EnvBuckets   // the counters' L1 buckets, as the fold's; default counts.DefaultBuckets
 )
 
 // EnvVars lists every variable above.
-var EnvVars = []string{EnvTable, EnvCursorSecretARN, EnvConcurrency, EnvLogLevel}
+var EnvVars = []string{EnvTable, EnvCursorSecretARN, EnvConcurrency, EnvLogLevel, EnvCountBuckets}
 
 // MinCursorSecret is the shortest cursor key accepted, in bytes.
 const MinCursorSecret = 32
@@ -37,6 +39,7 @@ type Config struct {
 	CursorSecretARN string
 	Concurrency     int
 	LogLevel        slog.Level
+	CountBuckets    int // the counters' L1 buckets; 0: counts.DefaultBuckets
 
 	cursorLoaded bool
 }
@@ -63,6 +66,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var err error
 	if c.LogLevel, err = loglevel.Parse(getenv(EnvLogLevel)); err != nil {
 		return c, fmt.Errorf("%s=%w", EnvLogLevel, err)
+	}
+	if c.CountBuckets, err = counts.ParseBuckets(getenv(EnvCountBuckets)); err != nil {
+		return c, err
 	}
 	return c, nil
 }

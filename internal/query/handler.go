@@ -35,6 +35,7 @@ type Handler struct {
 	log     *slog.Logger
 	metrics *emf.Logger
 	now     func() time.Time
+	buckets int // the counters' L1 buckets (Config.CountBuckets)
 }
 
 // Options are the parts of a Handler that tests and the local server vary.
@@ -49,7 +50,7 @@ type Options struct {
 
 // New returns a Handler reading through client.
 func New(cfg Config, client Client, o Options) *Handler {
-	h := &Handler{log: o.Logger, metrics: o.Metrics, now: o.Now, keys: NewKeys(cfg.CursorSecret, cfg.Table)}
+	h := &Handler{log: o.Logger, metrics: o.Metrics, now: o.Now, keys: NewKeys(cfg.CursorSecret, cfg.Table), buckets: cfg.CountBuckets}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

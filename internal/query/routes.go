@@ -26,7 +26,8 @@ const (
 	Sources Kind = 'S'
 )
 
-// counts answers GET /v1/counts from the counter items.
+// counts answers GET /v1/counts from every level of the counters
+// (docs/counts.md): the source's items, and the L1 packs not yet rolled up.
 func (h *Handler) counts(ctx context.Context, r apigw.Request, start time.Time) apigw.Response {
 	req, err := counts.ParseRequest(r.RawQuery, h.now())
 	if err != nil {
@@ -34,7 +35,7 @@ func (h *Handler) counts(ctx context.Context, r apigw.Request, start time.Time) 
 	}
 	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()
-	resp, err := counts.Read(ctx, h.reader.Client, h.reader.Table, req)
+	resp, err := counts.ReadLevels(ctx, h.reader.Client, h.reader.Table, h.buckets, req)
 	h.reportRead(ctx, Counts, resp.Plan.Requests, resp.Plan.ConsumedRCU, err, start)
 	if err != nil {
 		return unavailable(err)
