@@ -160,9 +160,49 @@ func (l *ledger) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...fu
 	return out, err
 }
 
-// Query forwards a query, unpriced: nothing on the write path queries.
+// Query forwards a query and prices it by the capacity DynamoDB Local
+// says it consumed, under the kind of its partition (":pk"): the counter
+// reads its chain's tip, and the scheduled fold reads links and packs.
 func (l *ledger) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	return l.c.Query(ctx, in, o...)
+	cp := *in
+	cp.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	out, err := l.c.Query(ctx, &cp, o...)
+	if err != nil {
+		return out, err
+	}
+	pk, _ := in.ExpressionAttributeValues[":pk"].(*types.AttributeValueMemberS)
+	l.mu.Lock()
+	t := &l.kinds[kindOther]
+	if pk != nil {
+		t = &l.kinds[kindOf(pk.Value, "")]
+	}
+	t.Reads++
+	if out.ConsumedCapacity != nil {
+		t.RRU += aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
+	}
+	l.mu.Unlock()
+	return out, err
+}
+
+// BatchGetItem forwards the reads and prices each item read: the counter's
+// switch-over guard reads the per-source counter's watermarks this way.
+func (l *ledger) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	out, err := l.c.BatchGetItem(ctx, in, o...)
+	if err != nil {
+		return out, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for table, items := range out.Responses {
+		consistent := aws.ToBool(in.RequestItems[table].ConsistentRead)
+		for _, it := range items {
+			pk, sk := keyOf(it)
+			t := &l.kinds[kindOf(pk, sk)]
+			t.Reads++
+			t.RRU += readUnits(item.Bytes(it), consistent)
+		}
+	}
+	return out, err
 }
 
 // eventWrite is what the event items written so far cost and weigh.

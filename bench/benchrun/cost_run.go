@@ -147,6 +147,8 @@ type sim struct {
 	handlers   []*ingest.Handler
 	batchers   []cutter[events.KinesisEventRecord]
 	counter    *counts.Function
+	lsm        *counts.LSM // the scheduled fold's, on the simulated clock
+	nextFold   time.Time
 	arch       *archive.Function
 	counterCut []cutter[arrival]
 	archiveCut []cutter[arrival]
@@ -243,6 +245,7 @@ func newSim(ctx context.Context, w CostWorkload, env costEnv, eventBytes int) (*
 	}
 	s.counter = counts.New(counts.Config{Table: env.table, Retention: retentionDays * 24 * time.Hour, LogLevel: slog.LevelInfo},
 		s.book, counts.Options{Logger: infoLogger(s.logs[1]), Metrics: emf.NewInLog(s.logs[1], counts.Dimensions())})
+	s.lsm = &counts.LSM{Client: s.book, Table: env.table, Retention: retentionDays * 24 * time.Hour, Now: s.clock.now}
 	s.arch = &archive.Function{Store: s.store, Log: infoLogger(s.logs[2]), Metrics: emf.NewInLog(s.logs[2], map[string]string{"Function": "archive"})}
 	for range s.sink.shards {
 		s.counterCut = append(s.counterCut, cutter[arrival]{m: stackMapping})
@@ -297,6 +300,9 @@ func (s *sim) account(id string, data []byte) {
 // archive's mappings.
 func (s *sim) ingest(ctx context.Context, c int, at time.Time, recs []events.KinesisEventRecord, names []string) error {
 	s.clock.set(at)
+	if err := s.fold(ctx, at); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	resp, err := s.handlers[c].Kinesis(ctx, events.KinesisEvent{Records: recs})
 	s.fn[0].add(time.Since(t0), ingestMemoryMB)
@@ -343,6 +349,29 @@ func (s *sim) count(ctx context.Context, shard int, batch []arrival) error {
 		return fmt.Errorf("counter, stream shard %d: %w", shard, err)
 	}
 	s.counted += len(batch)
+	return nil
+}
+
+// fold plays the scheduled fold on the simulated clock: a fold every
+// counts.FoldEvery (as LSM.Minute does within its minute), and the hour's
+// roll-up when it is due. Its writes and reads go through the ledger,
+// priced as the counter's; its Lambda time is the counter's too.
+func (s *sim) fold(ctx context.Context, at time.Time) error {
+	if s.nextFold.IsZero() {
+		s.nextFold = at.Truncate(counts.FoldEvery).Add(counts.FoldEvery)
+	}
+	if at.Before(s.nextFold) {
+		return nil
+	}
+	s.nextFold = at.Truncate(counts.FoldEvery).Add(counts.FoldEvery)
+	t0 := time.Now()
+	defer func() { s.fn[1].add(time.Since(t0), counterMemoryMB) }()
+	if _, err := s.lsm.Fold(ctx); err != nil {
+		return fmt.Errorf("fold: %w", err)
+	}
+	if _, _, err := s.lsm.RollupIfDue(ctx); err != nil {
+		return fmt.Errorf("roll-up: %w", err)
+	}
 	return nil
 }
 

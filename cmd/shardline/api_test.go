@@ -82,9 +82,25 @@ func localAPI(t *testing.T, withCounts bool) string {
 				return err
 			},
 		}
-		done := make(chan struct{})
+		// The scheduled fold, as make run plays it (more often than the
+		// stack's 20 s): the counts are read once folded.
+		lsm := &counts.LSM{Client: client, Table: table, Retention: 30 * 24 * time.Hour}
+		folds := func() {
+			for ctx.Err() == nil {
+				if _, err := lsm.Fold(ctx); err != nil && ctx.Err() == nil {
+					t.Errorf("fold: %v", err)
+					return
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}
+		done, folded := make(chan struct{}), make(chan struct{})
 		go func() { defer close(done); p.Run(ctx) }()
-		t.Cleanup(func() { cancel(); <-done })
+		go func() { defer close(folded); folds() }()
+		t.Cleanup(func() { cancel(); <-done; <-folded })
 	}
 	return srv.URL
 }

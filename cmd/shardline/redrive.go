@@ -79,8 +79,10 @@ a bucket, the keys that match:
     s3:DeleteObject          aws/lambda/* in the FailedBatches bucket
     dynamodb:BatchWriteItem  E# (events), Q# (quarantined records)
     dynamodb:GetItem         M# (shard records), C# (counters)
-    dynamodb:PutItem         M# (shard records), S# (the sources catalogue)
+    dynamodb:PutItem         M# (shard records), S# (the sources catalogue), C# (counters)
     dynamodb:UpdateItem      M# (hour indexes), C# (counters)
+    dynamodb:Query           C# (counters)
+    dynamodb:BatchGetItem    C# (counters)
     s3:PutObject             events/* in the ArchiveBucket bucket (with --archive-bucket)
 
 The stack's functions are not granted this: redrive is an operator's
@@ -211,6 +213,7 @@ func redriveCmd(args []string, stdout, stderr io.Writer) error {
 	r := &redrive.Redriver{
 		S3: s3c, Bucket: f.bucket, Mappings: f.mappings(),
 		Ingest:  ingest.New(env.cfg, env.client, ingest.Options{Logger: logger}).Kinesis,
+		Chain:   &counts.Chain{Client: env.client, Table: env.cfg.Table, Retention: env.cfg.Retention},
 		Counter: &counts.Counter{Client: env.client, Table: env.cfg.Table, Retention: env.cfg.Retention},
 		Log:     slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}

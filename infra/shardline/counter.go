@@ -62,9 +62,13 @@ func (pl *Pipeline) counter(c constructs.Construct, p Props) {
 	})
 	pl.Counter.AddEventSource(src)
 	pl.watchGivenUp("Counter", "Lambda gave up on table stream batches of the counter function", pl.Counter, src.EventSourceMappingId())
+	// L0 (docs/counts.md): PutItem a link, Query a chain's tip,
+	// UpdateItem the chains' registry, and BatchGetItem the per-source
+	// counter's watermarks (the switch-over's guard, until a shard's chain
+	// has a link); all in the counters' key space.
 	pl.Counter.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("Counters"),
-		Actions:    jsii.Strings("dynamodb:UpdateItem", "dynamodb:GetItem"),
+		Actions:    jsii.Strings("dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"),
 		Resources:  &[]*string{pl.Table.TableArn()},
 		Conditions: leadingKeys("C#*"),
 	}))

@@ -8,14 +8,14 @@ import (
 	"github.com/shardline/shardline/internal/emf"
 )
 
-// counterOverflowAlarm fires when the counter counts events without their
+// counterOverflowAlarm fires when the counters count events without their
 // type: a source sent more than counts.MaxTypesPerItem types in ten minutes
 // (docs/counts.md, "Overflow"). The counts stay exact; the chart by type
-// shows them as "other". The metric is the counter function's own, from
-// its log (Embedded Metric Format).
+// shows them as "other". The metric is the scheduled fold's, whose hourly
+// roll-up is where types overflow, from its log (Embedded Metric Format).
 func (pl *Pipeline) counterOverflowAlarm(alarm func(id, what string, m awscloudwatch.IMetric, threshold int)) {
 	dims := map[string]*string{}
-	for k, v := range counts.Dimensions() {
+	for k, v := range counts.FoldDimensions() {
 		dims[k] = jsii.String(v)
 	}
 	overflow := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{

@@ -9,9 +9,9 @@ import (
 	"github.com/shardline/shardline/internal/emf"
 )
 
-// TestCounterOverflowAlarm: an alarm fires on the first event the counter
-// counts without its type, on the very metric the counter function writes
-// (its namespace, name and dimensions), summed over five minutes.
+// TestCounterOverflowAlarm: an alarm fires on the first event the counters
+// count without its type, on the very metric the scheduled fold's roll-up
+// writes (its namespace, name and dimensions), summed over five minutes.
 func TestCounterOverflowAlarm(t *testing.T) {
 	s := defaultSynth(t)
 	var found []map[string]any
@@ -25,7 +25,7 @@ func TestCounterOverflowAlarm(t *testing.T) {
 	}
 	p := found[0]
 	var dims []any
-	for k, v := range counts.Dimensions() {
+	for k, v := range counts.FoldDimensions() {
 		dims = append(dims, map[string]any{"Name": k, "Value": v})
 	}
 	want := map[string]any{

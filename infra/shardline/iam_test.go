@@ -105,6 +105,12 @@ func TestDeleteRightsAreExactlyTheseOnes(t *testing.T) {
 		{"Query", request{"read where the counters' fold stands", "dynamodb:GetItem", "C##L1"}, true},
 		{"Query", request{"read a source's counter item by key (it queries instead)", "dynamodb:GetItem", "C#src"}, false},
 		{"Query", request{"update a counter", "dynamodb:UpdateItem", "C##L1"}, false},
+		{"Counter", request{"write a link of its chain", "dynamodb:PutItem", "C##L0#shardId-1"}, true},
+		{"Counter", request{"write an event", "dynamodb:PutItem", ev}, false},
+		{"Counter", request{"delete a link", "dynamodb:DeleteItem", "C##L0#shardId-1"}, false},
+		{"CountFold", request{"write a bucket pack", "dynamodb:PutItem", "C##L1#64#3"}, true},
+		{"CountFold", request{"delete a link", "dynamodb:DeleteItem", "C##L0#shardId-1"}, false},
+		{"CountFold", request{"write an event", "dynamodb:PutItem", ev}, false},
 	} {
 		if got := allowedBy(t, s, c.fn, c.r); got != c.allow {
 			t.Errorf("%s may %s (%s on %s): %v, want %v", c.fn, c.r.what, c.r.action, c.r.pk, got, c.allow)

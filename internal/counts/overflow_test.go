@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/simtime"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
@@ -38,12 +37,15 @@ func floodType(i int) string {
 // ten minutes (about 440 KB of counters in one item, had it kept them all),
 // interleaved on the same stream shard with two ordinary sources. Every
 // batch succeeds at its first delivery, as the mapping would deliver it:
-// no batch is retried, so nothing blocks the shard. The ordinary sources'
-// counts are exact, and stay current when they send more afterwards; the
-// flooding source's total is exact in every bucket, its first 100 types
-// are counted by name and the rest in the overflow, answered as the
-// "other" series; the metric says how many events overflowed, and the
-// item stays far from 400 KB. Delivered again, nothing counts twice.
+// no batch is retried, so nothing blocks the shard. After the scheduled
+// fold and the hour's roll-up (its invocation two minutes into the next
+// hour, on a virtual clock), the ordinary sources' counts are exact, and
+// stay current when they send more afterwards (read after the next fold);
+// the flooding source's total is exact in every bucket, its first 100
+// types are counted by name and the rest in the overflow, answered as the
+// "other" series; the fold's metric says how many events overflowed, and
+// its hour item stays far from 400 KB. Delivered again, nothing counts
+// twice.
 func TestCounterOverflow(t *testing.T) {
 	e := newEnv(t)
 	hour := now.Add(-time.Hour) // 11:00, a whole hour before now
@@ -59,11 +61,11 @@ func TestCounterOverflow(t *testing.T) {
 		e.send(t, e.ingest, e.add(batch[i:min(i+500, len(batch))]...))
 	}
 
-	var metrics, logs bytes.Buffer
-	f := counts.New(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, testddb.Endpoint(t)),
-		counts.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: emf.New(&metrics, counts.Dimensions())})
+	f := counts.New(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, testddb.Endpoint(t)), counts.Options{})
 	recs := e.stream(t)
 	invokeOnce(t, f, recs, 1000)
+	var metrics, logs bytes.Buffer
+	e.foldAt(t, now.Add(counts.RollupAfter), &metrics, &logs)
 
 	from, to := hour.Add(-time.Hour).Format(time.RFC3339), now.Format(time.RFC3339)
 	for _, s := range []string{"calm-0", "calm-1"} {
@@ -87,13 +89,13 @@ func TestCounterOverflow(t *testing.T) {
 	if !strings.Contains(logs.String(), `"msg":"counted without type","source":"flood"`) {
 		t.Errorf("no log names the flooding source:\n%.2000s", logs.String())
 	}
-	size := itemBytes(t, e.table, "flood", bucketing.CounterSK(hour))
-	t.Logf("the flooding source's counter item: %d bytes", size)
+	size := itemBytes(t, e.table, "flood", bucketing.Hour(hour))
+	t.Logf("the flooding source's hour item: %d bytes", size)
 	if size > 64<<10 {
-		t.Errorf("the flooding source's counter item is %d bytes; 100 types of 200 bytes should take about 30 KB", size)
+		t.Errorf("the flooding source's hour item is %d bytes; 100 types of 200 bytes should take about 30 KB", size)
 	}
 
-	// The ordinary sources go on, and are counted at once.
+	// The ordinary sources go on, and are counted at the next fold.
 	var more []ev
 	for i := range 60 {
 		more = append(more, ev{fmt.Sprintf("calm-%d", i%2), fmt.Sprintf("more-%d", i), "order.9", now.Add(-time.Duration(i) * time.Minute)})
@@ -104,6 +106,7 @@ func TestCounterOverflow(t *testing.T) {
 		again[shard] = rs[len(recs[shard]):]
 	}
 	invokeOnce(t, f, again, 1000)
+	e.foldAt(t, now.Add(counts.RollupAfter+time.Minute), &bytes.Buffer{}, &bytes.Buffer{})
 	for _, s := range []string{"calm-0", "calm-1"} {
 		e.check(t, s, from, to)
 	}
@@ -113,10 +116,39 @@ func TestCounterOverflow(t *testing.T) {
 	cold := counts.New(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, testddb.Endpoint(t)),
 		counts.Options{Metrics: emf.New(&metrics, counts.Dimensions())})
 	invokeOnce(t, cold, e.stream(t), 333)
-	if n, o := metricSum(t, &metrics, "Counted"), metricSum(t, &metrics, counts.MetricOverflow); n != 0 || o != 0 {
-		t.Errorf("redelivered, %d events counted again, %d of them overflowed", n, o)
+	if n, l := metricSum(t, &metrics, "Counted"), metricSum(t, &metrics, counts.MetricLinks); n != 0 || l != 0 {
+		t.Errorf("redelivered, %d events counted again, in %d links", n, l)
+	}
+	metrics.Reset()
+	e.foldAt(t, now.Add(counts.RollupAfter+2*time.Minute), &metrics, &bytes.Buffer{})
+	if r, o := metricSum(t, &metrics, counts.MetricFoldRuns), metricSum(t, &metrics, counts.MetricOverflow); r != 0 || o != 0 {
+		t.Errorf("redelivered, the fold wrote %d runs, %d events overflowed", r, o)
 	}
 	e.checkOverflow(t, "flood", from, to, counts.MaxTypesPerItem)
+}
+
+// foldAt invokes the scheduled fold as the stack's rule does, on a virtual
+// clock from at (a minute of folds, and the roll-up if it is due), its
+// metrics and logs to metrics and logs.
+func (e *env) foldAt(t *testing.T, at time.Time, metrics, logs *bytes.Buffer) {
+	t.Helper()
+	simtime.Run(t, at, func(t *testing.T, clock *simtime.Clock) {
+		cfg := counts.FoldConfig{Config: counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, Buckets: testBuckets}
+		f := counts.NewFold(cfg, clock.Client(testddb.Endpoint(t), 5*time.Millisecond), counts.Options{
+			Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: emf.New(metrics, counts.FoldDimensions())})
+		f.LSM.Now = clock.Now
+		if err := f.Invoke(context.Background(), events.EventBridgeEvent{DetailType: "Scheduled Event", Source: "aws.events", Time: at}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// testBuckets is the tests' L1 buckets: few, so that sources share them.
+const testBuckets = 4
+
+// readLevels reads r from every level, as the query function does.
+func (e *env) readLevels(t *testing.T, r counts.Request) (counts.Response, error) {
+	return counts.ReadLevels(context.Background(), testddb.Client(t, testddb.Endpoint(t)), e.table, testBuckets, r)
 }
 
 // invokeOnce delivers every shard's records to f in batches of n, each
@@ -142,9 +174,7 @@ func invokeOnce(t *testing.T, f *counts.Function, recs map[string][]events.Dynam
 // overflow. It returns the events counted.
 func (e *env) checkOverflow(t *testing.T, source, from, to string, named int) int {
 	t.Helper()
-	return e.checkOverflowWith(t, func(r counts.Request) (counts.Response, error) {
-		return counts.Read(context.Background(), testddb.Client(t, testddb.Endpoint(t)), e.table, r)
-	}, source, from, to, named)
+	return e.checkOverflowWith(t, func(r counts.Request) (counts.Response, error) { return e.readLevels(t, r) }, source, from, to, named)
 }
 
 // checkOverflowWith is checkOverflow through read.
@@ -210,7 +240,7 @@ func (e *env) request(t *testing.T, q url.Values) counts.Request {
 
 func (e *env) read(t *testing.T, q url.Values) counts.Response {
 	t.Helper()
-	resp, err := counts.Read(context.Background(), testddb.Client(t, testddb.Endpoint(t)), e.table, e.request(t, q))
+	resp, err := e.readLevels(t, e.request(t, q))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,121 +283,3 @@ func itemBytes(t *testing.T, table, source, sk string) int {
 // invalid is DynamoDB refusing a request for its content, as it refuses an
 // update that would take an item past 400 KB.
 var invalid = &faultproxy.Fault{Status: 400, Code: "ValidationException"}
-
-// TestCounterNeverRetriesARefusedUpdate: DynamoDB refuses the updates of
-// one source's item for their content. An update with types is sent once,
-// then once more without them (its events counted in the overflow); an
-// item that refuses even that fails the batch, after every other item of
-// it was counted, and a redelivery sends the refused item two requests
-// again and the others none. The other source's counts stay exact.
-func TestCounterNeverRetriesARefusedUpdate(t *testing.T) {
-	for _, c := range []struct {
-		name     string
-		withType bool // refuse only the updates that name types
-	}{{"with types", true}, {"every update", false}} {
-		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
-			var batch []ev
-			for i := range 40 {
-				batch = append(batch, ev{[]string{"good", "bad"}[i%2], fmt.Sprint(i), fmt.Sprintf("t%d", i%3), now.Add(-time.Duration(i+1) * 10 * time.Second)}) // one counter item
-			}
-			e.send(t, e.ingest, e.add(batch...))
-			p := faultproxy.For(t, testddb.Endpoint(t))
-			bad := fmt.Sprintf(`{"S":%q}`, bucketing.CounterPK("bad"))
-			var badUpdates atomic.Int64
-			p.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
-				if r.Op != "UpdateItem" || !bytes.Contains(r.Body, []byte(bad)) {
-					return nil, nil
-				}
-				badUpdates.Add(1)
-				if !c.withType || bytes.Contains(r.Body, []byte(`"SS"`)) {
-					return invalid, nil
-				}
-				return nil, nil
-			})
-			ctr := e.counter(t, p.URL)
-			recs := e.stream(t)
-			for round := range 2 {
-				before, refused := badUpdates.Load(), p.Faults.Load()
-				var err error
-				var st counts.Stats
-				for shard, rs := range recs {
-					st, err = ctr.Apply(context.Background(), shard, rs)
-				}
-				updates, faults := badUpdates.Load()-before, p.Faults.Load()-refused
-				switch {
-				case c.withType && (err != nil || st.Fallbacks != 1-round || st.Overflowed != 20*(1-round) || faults != int64(1-round)):
-					t.Fatalf("round %d: %v; %d fallbacks, %d overflowed, %d refused", round, err, st.Fallbacks, st.Overflowed, faults)
-				case !c.withType && (err == nil || !strings.Contains(err.Error(), "cannot be counted") || faults != 2 || updates != 2):
-					t.Fatalf("round %d: %v; %d updates, %d refused; want the bad item's two, refused", round, err, updates, faults)
-				}
-			}
-			from, to := now.Add(-time.Hour).Format(time.RFC3339), now.Format(time.RFC3339)
-			e.check(t, "good", from, to)
-			if c.withType {
-				e.checkAll(t, "bad", from, to)
-			}
-		})
-	}
-}
-
-// checkAll compares the one series of all of source's events with the
-// reference, at every interval.
-func (e *env) checkAll(t *testing.T, source, from, to string) {
-	t.Helper()
-	for _, iv := range []string{"1m", "5m", "1h"} {
-		q := url.Values{"source": {source}, "from": {from}, "to": {to}, "interval": {iv}}
-		if g, w := flatten(e.read(t, q)), flatten(e.reference(e.request(t, q))); g != w {
-			t.Fatalf("all of %s per %s:\n got %.300s\nwant %.300s", source, iv, g, w)
-		}
-	}
-}
-
-// TestCounterCapUnderConcurrency: four containers, as four stream shards,
-// count one counter item's ten minutes of 30 types at once under a cap of 7. The item ends with
-// exactly 7 types counted by name, each of them with all its events, and
-// the other 23 in the overflow: the cap's condition holds under concurrent
-// updates, and a type is never counted partly by name.
-func TestCounterCapUnderConcurrency(t *testing.T) {
-	e := newEnv(t)
-	var batch []ev
-	for i := range 400 {
-		batch = append(batch, ev{"busy", fmt.Sprint(i), fmt.Sprintf("k%02d", i*7%30), now.Add(-time.Hour).Add(time.Duration(i) * 1400 * time.Millisecond)})
-	}
-	e.send(t, e.ingest, e.add(batch...))
-	var all []events.DynamoDBEventRecord
-	for _, rs := range e.stream(t) {
-		all = append(all, rs...)
-	}
-	// Each record goes to one of four "shards", in order: each counts it
-	// under its own watermark, as DynamoDB's shards do.
-	shards := make([][]events.DynamoDBEventRecord, 4)
-	for i, r := range all {
-		shards[i%4] = append(shards[i%4], r)
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for i, rs := range shards {
-		c := e.counter(t, testddb.Endpoint(t))
-		c.MaxTypes = 7
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := 0; j < len(rs); j += 10 {
-				if _, err := c.Apply(context.Background(), fmt.Sprintf("shard-%d", i), rs[j:min(j+10, len(rs))]); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	from, to := now.Add(-2*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339)
-	if n := e.checkOverflow(t, "busy", from, to, 7); n != 400 {
-		t.Fatalf("%d events counted, want 400", n)
-	}
-}

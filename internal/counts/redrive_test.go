@@ -16,13 +16,31 @@ import (
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
-// givenUp is a counter batch that Lambda gave up on, and the batch after it.
+// givenUp is a counter batch that Lambda gave up on under the previous
+// release (the per-source counter), and the batch after it. Such batches
+// are redriven by Counter.Redrive after the switch-over, from the notes
+// that release left (Chain.Redrive answers ErrBeforeChain for them).
 type givenUp struct {
 	e           *env
 	shard       string
 	batch, next []events.DynamoDBEventRecord
 	proxy       *faultproxy.Proxy
-	fn          *counts.Function
+	fn          *previousRelease
+}
+
+// previousRelease is the counter function of the releases before the L0
+// chain: the per-source counter, and a note of what a failed invocation
+// left uncounted.
+type previousRelease struct{ Counter *counts.Counter }
+
+func (p *previousRelease) Invoke(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
+	resp, _, err := p.Counter.Handle(ctx, ev)
+	if err != nil {
+		if nerr := p.Counter.NoteFailure(ctx, ev.ShardID, ev.Records); nerr != nil {
+			return resp, errors.Join(err, nerr)
+		}
+	}
+	return resp, err
 }
 
 // giveUp stores 20 events of sources a and b in one counter item (ten
@@ -62,7 +80,7 @@ func giveUp(t *testing.T, noteFails bool) *givenUp {
 		}
 		return nil, nil
 	})
-	g.fn = counts.New(counts.Config{Table: e.table, Retention: 30 * 24 * time.Hour}, testddb.Client(t, g.proxy.URL), counts.Options{})
+	g.fn = &previousRelease{Counter: e.counter(t, g.proxy.URL)}
 	for range 3 {
 		if _, err := g.fn.Invoke(context.Background(), g.event(g.batch)); err == nil {
 			t.Fatal("the batch was counted despite the fault")
@@ -106,7 +124,7 @@ func (g *givenUp) check(t *testing.T) {
 }
 
 // TestRedriveCountsWhatTheGivenUpBatchMissed: Lambda gave a counter batch
-// up after its attempts had counted source a but not b, and went on with
+// up, under the previous release, after its attempts had counted source a but not b, and went on with
 // the next batch, which moved b's watermark past the given-up records. The
 // batch delivered again as it was counts nothing (the watermarks say it was
 // counted); Redrive counts exactly b's missing events, from the note of the
@@ -117,6 +135,10 @@ func TestRedriveCountsWhatTheGivenUpBatchMissed(t *testing.T) {
 	ctx := context.Background()
 	if st, err := g.fn.Counter.Apply(ctx, g.shard, g.batch); err != nil || st.Counted != 0 {
 		t.Fatalf("the batch delivered again counted %d (%v): the watermarks should have hidden b's gap", st.Counted, err)
+	}
+	chain := g.e.chain(t, testddb.Endpoint(t))
+	if _, err := chain.Redrive(ctx, g.shard, g.batch); !errors.Is(err, counts.ErrBeforeChain) {
+		t.Fatalf("the chain's redrive of a batch given up before it: %v; want ErrBeforeChain", err)
 	}
 	c := g.e.counter(t, testddb.Endpoint(t)) // a new container, as the redrive command is
 	st, err := c.Redrive(ctx, g.shard, g.batch)

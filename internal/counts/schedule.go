@@ -55,22 +55,32 @@ func (l *LSM) Minute(ctx context.Context) (MinuteStats, error) {
 			st.Fold.WCU += fs.WCU
 		}
 	}
+	var err error
+	st.Rollup, st.Rolled, err = l.RollupIfDue(ctx)
+	return st, err
+}
+
+// RollupIfDue rolls up the hours that ended, once an hour, RollupAfter
+// into it: it answers false, having written nothing, when the hour's
+// roll-up is not due or was done. Minute calls it after its folds; the
+// local server, which folds more often, calls it beside.
+func (l *LSM) RollupIfDue(ctx context.Context) (RollupStats, bool, error) {
 	hour := l.now().UTC().Truncate(time.Hour)
 	if l.now().Sub(hour) < RollupAfter {
-		return st, nil
+		return RollupStats{}, false, nil
 	}
 	last, err := l.getNumber(ctx, rolledPK, rollupSK, rollupHour)
 	if err != nil || last >= hour.Unix() {
-		return st, err
+		return RollupStats{}, false, err
 	}
-	if st.Rollup, err = l.Rollup(ctx); err != nil {
-		return st, err
+	st, err := l.Rollup(ctx)
+	if err != nil {
+		return st, false, err
 	}
-	st.Rolled = true
 	if err := l.setNumber(ctx, rolledPK, rollupSK, rollupHour, hour.Unix()); err != nil {
-		return st, fmt.Errorf("roll-up: %w", err)
+		return st, true, fmt.Errorf("roll-up: %w", err)
 	}
-	return st, nil
+	return st, true, nil
 }
 
 // sleepUntil waits until now() reaches t, or ctx ends.

@@ -27,6 +27,12 @@ import (
 // the stack's (counts.md), so that a chart catches up within a second.
 const LocalCounterWindow = time.Second
 
+// LocalFoldEvery is how often the local server folds the counter's links:
+// the stack's schedule folds every counts.FoldEvery (20 s); locally a
+// chart catches up within a second or two, as the counter's window does.
+// The hour's roll-up runs as the stack's does, RollupAfter into the hour.
+const LocalFoldEvery = time.Second
+
 // startCounter runs the counter function on the table's stream, as the
 // stack's event source mapping does: only inserted events, batched, with the
 // shard id, retried a bounded number of times, then given up to the
@@ -52,7 +58,32 @@ func startCounter(ctx context.Context, out io.Writer, client *dynamodb.Client, e
 	}
 	go p.Run(ctx)
 	fmt.Fprintf(out, "counter function polling the table's stream (batching window %v; the stack's is %ds)\n", LocalCounterWindow, 10)
+	lsm := &counts.LSM{Client: client, Table: table, Retention: retention}
+	go foldEvery(ctx, lsm, LocalFoldEvery, log)
+	fmt.Fprintf(out, "counters' fold every %v (the stack's every %v), their roll-up each hour\n", LocalFoldEvery, counts.FoldEvery)
 	return nil
+}
+
+// foldEvery plays the stack's scheduled fold until ctx ends: a fold every
+// d, and the hour's roll-up when it is due. A failure is logged; the next
+// tick finishes what it left, as the next minute's invocation does.
+func foldEvery(ctx context.Context, l *counts.LSM, d time.Duration, log *slog.Logger) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := l.Fold(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("fold", slog.String("error", err.Error()))
+			continue
+		}
+		if _, _, err := l.RollupIfDue(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("roll-up", slog.String("error", err.Error()))
+		}
+	}
 }
 
 // dashboards prints what a dashboard shows of the samples: the sources of

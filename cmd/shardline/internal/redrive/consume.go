@@ -47,9 +47,9 @@ func (r *Redriver) process(ctx context.Context, o Options, c Consumer, shardID s
 	switch {
 	case c == Ingest && r.Ingest != nil:
 		return r.ingest(ctx, o, b.kinesis)
-	case c == Counter && r.Counter != nil:
+	case c == Counter && r.Chain != nil && r.Counter != nil:
 		return retry(ctx, o, func(ctx context.Context) (int, error) {
-			st, err := r.Counter.Redrive(ctx, shardID, b.stream)
+			st, err := r.countAgain(ctx, shardID, b.stream)
 			return st.Counted + st.Already + st.Skipped, err
 		})
 	case c == Archive && r.Archive != nil:
@@ -62,6 +62,18 @@ func (r *Redriver) process(ctx context.Context, o Options, c Consumer, shardID s
 		})
 	}
 	return 0, fmt.Errorf("this run has no %s code to run (a redrive without it leaves these batches)", c)
+}
+
+// countAgain counts what a given-up counter batch left uncounted: by its
+// shard's L0 chain (counts.Chain.Redrive), or, for a batch given up before
+// the chain began (under the per-source counter of earlier releases), by
+// that counter's notes and watermarks (counts.Counter.Redrive).
+func (r *Redriver) countAgain(ctx context.Context, shardID string, recs []events.DynamoDBEventRecord) (counts.RedriveStats, error) {
+	st, err := r.Chain.Redrive(ctx, shardID, recs)
+	if errors.Is(err, counts.ErrBeforeChain) {
+		return r.Counter.Redrive(ctx, shardID, recs)
+	}
+	return st, err
 }
 
 // retry runs f, each time with an invocation's deadline, until it

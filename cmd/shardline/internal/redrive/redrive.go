@@ -4,7 +4,8 @@
 // the batch's records (package onfailure). For each object under the
 // bucket's aws/lambda/ prefix, Run hands the records to the consumer that
 // gave up on them, running its own code: a Kinesis batch to the ingest
-// handler, a table stream batch to the counter (counts.Counter.Redrive) or
+// handler, a table stream batch to the counter (counts.Chain.Redrive, or
+// counts.Counter.Redrive for a batch given up before the chain began) or
 // the archive (archive.Function.Archive). Which consumer an object is for
 // comes from the event source mapping's id in its key
 // (aws/lambda/<mapping id>/...), which the stack's bucket policy lets only
@@ -60,8 +61,11 @@ type Redriver struct {
 	// Ingest is the ingest function's Kinesis handler
 	// (ingest.Handler.Kinesis); nil leaves Kinesis batches in the bucket.
 	Ingest KinesisHandler
-	// Counter and Archive are the counter's and the archive's code; nil
-	// leaves their batches in the bucket.
+	// Chain and Counter are the counter's code: its L0 chain, and the
+	// per-source counter of earlier releases, for the batches given up
+	// before the chain began; Archive is the archive's. Nil leaves their
+	// batches in the bucket.
+	Chain   *counts.Chain
 	Counter *counts.Counter
 	Archive *archive.Function
 	// Mappings maps the event source mappings' ids (the stack's outputs
