@@ -281,6 +281,12 @@ func (s *sim) run(ctx context.Context) error {
 		s.pairs[[2]int{c, e.source}] = true
 		s.sources[e.source] = true
 	}
+	// The window's last fold, as the schedule's next would: a window of
+	// FoldEvery or less folds once, so the fold's writes are priced for
+	// every window.
+	if len(sents) > 0 {
+		return s.foldNow(ctx)
+	}
 	return nil
 }
 
@@ -364,6 +370,11 @@ func (s *sim) fold(ctx context.Context, at time.Time) error {
 		return nil
 	}
 	s.nextFold = at.Truncate(counts.FoldEvery).Add(counts.FoldEvery)
+	return s.foldNow(ctx)
+}
+
+// foldNow folds, and rolls up if it is due, at the simulated clock's time.
+func (s *sim) foldNow(ctx context.Context) error {
 	t0 := time.Now()
 	defer func() { s.fn[1].add(time.Since(t0), counterMemoryMB) }()
 	if _, err := s.lsm.Fold(ctx); err != nil {
