@@ -58,7 +58,9 @@ type pending struct {
 // recs (see notePrefix). It reads each of the batch's counter items'
 // watermark, strongly consistent, and notes those below the item's last
 // record. Records that cannot be read are left out: a redrive meets them
-// again.
+// again. Since the switch-over to the L0 chain no function calls it: it is
+// the format Counter.Redrive reads, which the tests play the previous
+// release with.
 func (c *Counter) NoteFailure(ctx context.Context, shardID string, recs []events.DynamoDBEventRecord) error {
 	var parsed []record
 	for _, r := range recs {
@@ -90,19 +92,6 @@ func (c *Counter) NoteFailure(ctx context.Context, shardID string, recs []events
 		}
 	})
 	return c.writeNote(ctx, shardID, first, end, out)
-}
-
-// noteReserve is the time an invocation keeps for writing its note: the
-// counting stops this long before the function's deadline.
-const noteReserve = 3 * time.Second
-
-// reserve is ctx with its deadline, if any, brought noteReserve forward,
-// when that leaves at least as much for the work.
-func reserve(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) > 2*noteReserve {
-		return context.WithDeadline(ctx, dl.Add(-noteReserve))
-	}
-	return context.WithCancel(ctx)
 }
 
 // bounds are the first and last sequence numbers of recs, canonical.
