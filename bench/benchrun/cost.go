@@ -18,7 +18,7 @@ type Usage struct {
 	ShardRecordWRU float64 // shard records (shardmap.Registry)
 	CatalogueWRU   float64 // catalogue entries (catalog.Record)
 	DemandWRU      float64 // demand reports (shardmap.Demand)
-	CounterWRU     float64 // counter updates (counts.Counter)
+	CounterWRU     float64 // the counters' writes: L0 links, L1 packs and L2 hour items (counts.Chain, counts.LSM)
 	// BookkeepingRRU is the read request units of the pipeline's own
 	// reads: shard records and hour indexes, the counter's reads.
 	BookkeepingRRU float64
