@@ -14,11 +14,15 @@ import (
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/tenant"
 )
 
 func main() {
 	cfg, err := ingest.ConfigFromEnv(os.Getenv)
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if err == nil {
+		err = tenant.RefuseUnchecked(os.Getenv) // until the handler checks tenants
+	}
 	if err != nil {
 		log.Error("configuration", slog.String("error", err.Error()))
 		os.Exit(1)

@@ -19,12 +19,16 @@ import (
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/query"
+	"github.com/shardline/shardline/internal/tenant"
 )
 
 func main() {
 	ctx := context.Background()
 	cfg, err := query.ConfigFromEnv(os.Getenv)
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if err == nil {
+		err = tenant.RefuseUnchecked(os.Getenv) // until the handler checks tenants
+	}
 	if err == nil {
 		err = loadCursorSecret(ctx, &cfg)
 	}
