@@ -12,9 +12,10 @@ import (
 const (
 	// EnvTenants holds Config.String: the tenants and their prefixes.
 	EnvTenants = "TENANTS"
-	// EnvStreams maps the ARN of each tenant's own stream to the tenant,
-	// as a JSON object: {"arn:aws:kinesis:…:stream/…": "team-a"}. The
-	// ingest function's only.
+	// EnvStreams names the ARN of each tenant's own stream, as a JSON
+	// object: {"team-a": "arn:aws:kinesis:…:stream/…"} (tenant first, so
+	// that the stack writes the ARN, a CloudFormation token, as a value).
+	// The ingest function's only.
 	EnvStreams = "TENANT_STREAMS"
 	// EnvRoles holds the unique ids (AROA…) of the roles the stack made
 	// for each tenant, as a JSON object: {"team-a": {"writer": "AROA…",
@@ -60,15 +61,21 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	var errs []error
-	for _, arn := range sortedKeys(c.streams) {
-		name := c.streams[arn]
+	byARN := map[string]string{}
+	for _, name := range sortedKeys(c.streams) {
+		arn := c.streams[name]
 		if t, ok := c.tenants[name]; !ok || !t.Stream {
-			errs = append(errs, fmt.Errorf("%s: stream %s is given to %q, which is not a tenant with \"stream\": true in %s", EnvStreams, arn, name, EnvTenants))
+			errs = append(errs, fmt.Errorf("%s: stream %s is given to %q, which is not a tenant with \"stream\": true in %s", EnvStreams, cut(arn), name, EnvTenants))
 		}
 		if !strings.HasPrefix(arn, "arn:") {
 			errs = append(errs, fmt.Errorf("%s: %q is not a stream ARN", EnvStreams, cut(arn)))
 		}
+		if other, ok := byARN[arn]; ok {
+			errs = append(errs, fmt.Errorf("%s: stream %s is given to both %s and %s", EnvStreams, cut(arn), other, name))
+		}
+		byARN[arn] = name
 	}
+	c.streams = byARN
 	for _, name := range sortedKeys(c.roles) {
 		if _, ok := c.tenants[name]; !ok {
 			errs = append(errs, fmt.Errorf("%s: roles are given to %q, which is not a tenant in %s", EnvRoles, name, EnvTenants))
@@ -122,10 +129,9 @@ func (c *Config) EnvSize(streamARNLen, roleIDLen int) int {
 	id := strings.Repeat("R", roleIDLen)
 	for i, name := range c.Names() {
 		if c.tenants[name].Stream {
-			// Distinct keys of the given length: the JSON is as long as
-			// the real one.
-			arn := fmt.Sprintf("%0*d", streamARNLen, i)
-			streams[arn] = name
+			// A value of the given length: the JSON is as long as the
+			// real one.
+			streams[name] = fmt.Sprintf("%0*d", streamARNLen, i)
 		}
 		roles[name] = Roles{Writer: id, Reader: id}
 	}

@@ -41,7 +41,8 @@ type Config struct {
 	// so that the one prefix a source can begin with is the greatest one
 	// not after it.
 	index []owned
-	// streams and roles are the deployment's, read by FromEnv.
+	// streams (tenant by stream ARN) and roles are the deployment's,
+	// read by FromEnv.
 	streams map[string]string
 	roles   map[string]Roles
 }

@@ -211,7 +211,7 @@ func TestFromEnv(t *testing.T) {
 	arn := "arn:aws:kinesis:us-east-1:123456789012:stream/S-TenantteamXaStream-abc"
 	c, err = FromEnv(env(
 		EnvTenants, `{"team-a":{"sources":["team-a/"],"stream":true},"team-b":{"sources":["team-b/"]}}`,
-		EnvStreams, `{"`+arn+`":"team-a"}`,
+		EnvStreams, `{"team-a":"`+arn+`"}`,
 		EnvRoles, `{"team-a":{"writer":"AROAWRITERA","reader":"AROAREADERA"},"team-b":{"writer":"AROAWRITERB"}}`,
 	))
 	if err != nil {
@@ -234,9 +234,11 @@ func TestFromEnv(t *testing.T) {
 		want string
 	}{
 		{env(EnvTenants, `{"Team": {"sources": ["a/"]}}`), "TENANTS: tenants: tenant name"},
-		{env(EnvTenants, `{"team-b":{"sources":["b/"]}}`, EnvStreams, `{"`+arn+`":"team-b"}`), `given to "team-b", which is not a tenant with "stream": true`},
-		{env(EnvTenants, `{"team-a":{"sources":["a/"],"stream":true}}`, EnvStreams, `{"stream/x":"team-a"}`), "is not a stream ARN"},
-		{env(EnvStreams, `{"`+arn+`":"team-a"}`), `given to "team-a"`},
+		{env(EnvTenants, `{"team-b":{"sources":["b/"]}}`, EnvStreams, `{"team-b":"`+arn+`"}`), `given to "team-b", which is not a tenant with "stream": true`},
+		{env(EnvTenants, `{"team-a":{"sources":["a/"],"stream":true}}`, EnvStreams, `{"team-a":"stream/x"}`), "is not a stream ARN"},
+		{env(EnvTenants, `{"team-a":{"sources":["a/"],"stream":true},"team-b":{"sources":["b/"],"stream":true}}`, EnvStreams, `{"team-a":"`+arn+`","team-b":"`+arn+`"}`),
+			"is given to both team-a and team-b"},
+		{env(EnvStreams, `{"team-a":"`+arn+`"}`), `given to "team-a"`},
 		{env(EnvTenants, `{"team-a":{"sources":["a/"]}}`, EnvRoles, `{"team-z":{"writer":"AROA"}}`), `roles are given to "team-z"`},
 		{env(EnvTenants, `{"team-a":{"sources":["a/"]}}`, EnvRoles, `{"team-a":{"admin":"AROA"}}`), `TENANT_ROLES: want a JSON object`},
 		{env(EnvTenants, `{"team-a":{"sources":["a/"]}}`, EnvStreams, `[]`), `TENANT_STREAMS: want a JSON object`},
@@ -252,7 +254,7 @@ func TestFromEnv(t *testing.T) {
 func TestEnvSize(t *testing.T) {
 	c := mustParse(t, `{"team-a":{"sources":["team-a/"],"stream":true},"team-b":{"sources":["team-b/"]}}`)
 	arn := strings.Repeat("a", 70)
-	streams := `{"` + arn + `":"team-a"}`
+	streams := `{"team-a":"` + arn + `"}`
 	roles := `{"team-a":{"writer":"AROA567890123456789X","reader":"AROA567890123456789Y"},"team-b":{"writer":"AROA567890123456789Z","reader":"AROA567890123456789W"}}`
 	want := len(EnvTenants) + len(c.String()) + len(EnvStreams) + len(streams) + len(EnvRoles) + len(roles)
 	if got := c.EnvSize(70, 20); got != want {
