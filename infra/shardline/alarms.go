@@ -38,6 +38,7 @@ func (pl *Pipeline) alarms(c constructs.Construct, p Props) {
 	pl.counterAlarms(alarm, p)
 	pl.archiveAlarms(alarm, p)
 	pl.givenUpAlarms(alarm)
+	pl.tenantAlarm(alarm)
 	pl.dashboard(c)
 }
 

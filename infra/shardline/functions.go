@@ -50,17 +50,22 @@ func (pl *Pipeline) function(c constructs.Construct, p Props, name string, memor
 }
 
 // functions declares the two functions, each with exactly the environment
-// its code reads.
+// its code reads, and the tenant variables when there are tenants (which
+// the stack allows only once both functions read them: tenantsChecked).
 func (pl *Pipeline) functions(c constructs.Construct, p Props) {
-	pl.Ingest = pl.function(c, p, "Ingest", p.IngestMemoryMB, awscdk.Duration_Seconds(jsii.Number(p.IngestTimeout.Seconds())), p.ingestEnv(*pl.Table.TableName()))
-	pl.Query = pl.function(c, p, "Query", p.QueryMemoryMB, awscdk.Duration_Seconds(jsii.Number(29)), map[string]string{
+	ingestEnv := p.ingestEnv(*pl.Table.TableName())
+	pl.tenantEnv(ingestEnv, true)
+	pl.Ingest = pl.function(c, p, "Ingest", p.IngestMemoryMB, awscdk.Duration_Seconds(jsii.Number(p.IngestTimeout.Seconds())), ingestEnv)
+	queryEnv := map[string]string{
 		query.EnvTable: *pl.Table.TableName(),
 		// The key itself stays in Secrets Manager: the function reads it at
 		// cold start (see secret.go).
 		query.EnvCursorSecretARN: *pl.CursorSecret.SecretArn(),
 		query.EnvConcurrency:     strconv.Itoa(p.QueryConcurrency),
 		query.EnvLogLevel:        p.logLevel(),
-	})
+	}
+	pl.tenantEnv(queryEnv, false)
+	pl.Query = pl.function(c, p, "Query", p.QueryMemoryMB, awscdk.Duration_Seconds(jsii.Number(29)), queryEnv)
 }
 
 // ingestEnv is the ingest function's environment: every variable it reads.

@@ -69,6 +69,12 @@ func synthesize(t *testing.T, props *Props, context map[string]any) synth {
 	}
 	props.CodeDir = codeDir(t)
 	NewPipeline(stack, "P", props)
+	return synthOf(t, app, stack)
+}
+
+// synthOf checks the app with cdk-nag and reads the stack's template.
+func synthOf(t *testing.T, app awscdk.App, stack awscdk.Stack) synth {
+	t.Helper()
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	tpl := assertions.Template_FromStack(stack, nil)
 	b, _ := json.Marshal(tpl.ToJSON())
