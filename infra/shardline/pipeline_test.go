@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/tenant"
 	"github.com/shardline/shardline/local/devserver"
 )
 
@@ -251,6 +253,11 @@ func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
 				t.Errorf("the ingest environment does not parse: %v", err)
 			}
 		}
+		// The tenant variables are set only with tenants (tenants_test.go),
+		// whether or not the code lists them yet.
+		want = slices.DeleteFunc(want, func(v string) bool {
+			return v == tenant.EnvTenants || v == tenant.EnvStreams || v == tenant.EnvRoles
+		})
 		sort.Strings(want)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s environment %v, want exactly %v", id, got, want)

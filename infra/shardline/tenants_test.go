@@ -442,6 +442,26 @@ func TestOverlappingTenantsFailSynth(t *testing.T) {
 	}
 }
 
+// TestTenantsFromContext: the context key, as a string or as cdk.json's
+// object, reaches Props.Tenants canonical; {} is no tenants.
+func TestTenantsFromContext(t *testing.T) {
+	want := map[string]Tenant{"team-a": {Sources: []string{"team-a/", "urn:a:"}, Stream: true}, "team-b": {Sources: []string{"b/"}}}
+	for _, v := range []any{
+		`{"team-b": {"sources": ["b/", "b/"]}, "team-a": {"sources": ["urn:a:", "team-a/"], "stream": true}}`,
+		map[string]any{"team-a": map[string]any{"sources": []any{"urn:a:", "team-a/"}, "stream": true}, "team-b": map[string]any{"sources": []any{"b/"}, "stream": false}},
+	} {
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{CtxTenants: v}})
+		p, err := PropsFromContext(app.Node())
+		if err != nil || !reflect.DeepEqual(p.Tenants, want) {
+			t.Errorf("context %v: %v, %v; want %v", v, p.Tenants, err, want)
+		}
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{CtxTenants: "{}"}})
+	if p, err := PropsFromContext(app.Node()); err != nil || p.Tenants != nil {
+		t.Errorf("{}: %v, %v", p.Tenants, err)
+	}
+}
+
 // TestTenantsWaitForTheFunctions: until both functions read TENANTS, the
 // stack refuses tenants, saying why.
 func TestTenantsWaitForTheFunctions(t *testing.T) {
