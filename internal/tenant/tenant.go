@@ -255,8 +255,8 @@ func overlapErr(a, b owned) error {
 		how = "is"
 	}
 	return fmt.Errorf("tenant %s's source prefix %q %s tenant %s's source prefix %q, so a source could belong to both; "+
-		"give each tenant prefixes that do not begin with another tenant's (end a prefix with a delimiter, such as %q)",
-		b.tenant, cut(b.prefix), how, a.tenant, cut(a.prefix), a.tenant+"/")
+		"change one so that neither begins with the other (a delimiter at the end helps: \"team-a/\" does not begin \"team-ab/\")",
+		b.tenant, cut(b.prefix), how, a.tenant, cut(a.prefix))
 }
 
 // Len is the number of tenants.
