@@ -92,8 +92,11 @@ func (pl *Pipeline) confineGivenUp(c constructs.Construct) {
 			fns = append(fns, g)
 		}
 		own[g.fn] = append(own[g.fn], awscdk.Fn_Join(jsii.String(""), &[]*string{pl.FailedBatches.BucketArn(), jsii.String("/" + onfailure.Prefix), g.mapping, jsii.String("/*")}))
-		awscdk.NewCfnOutput(stack, jsii.String(g.name+"MappingId"), &awscdk.CfnOutputProps{Value: g.mapping,
-			Description: jsii.String("the " + strings.ToLower(g.name) + " function's event source mapping: shardline redrive --" + strings.ToLower(g.name) + "-mapping")})
+		what := "the " + strings.ToLower(g.name) + " function's event source mapping: shardline redrive --" + strings.ToLower(g.name) + "-mapping"
+		if g.tenant {
+			what = "the ingest function's event source mapping from a tenant's stream: shardline redrive --ingest-mapping, a run for each mapping"
+		}
+		awscdk.NewCfnOutput(stack, jsii.String(g.name+"MappingId"), &awscdk.CfnOutputProps{Value: g.mapping, Description: jsii.String(what)})
 	}
 	for _, g := range fns {
 		sid := "Only" + g.name + "UnderItsMapping"

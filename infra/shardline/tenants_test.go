@@ -637,6 +637,9 @@ func TestTenantStreams(t *testing.T) {
 			t.Errorf("no output %s", o)
 		}
 	}
+	if d := fmt.Sprint(outs["TenantTeamXaIngestMappingId"].(map[string]any)["Description"]); !strings.Contains(d, "--ingest-mapping") {
+		t.Errorf("the tenant mapping's output says %q, not the redrive flag that takes it", d)
+	}
 }
 
 func (s synth) failedBatchesID(t *testing.T) string {
