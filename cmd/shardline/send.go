@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/shardline/shardline/internal/plural"
 )
 
 // sendHelp is what "shardline send -h" prints before the flags.
@@ -142,7 +144,7 @@ func sendCmd(args []string, stdout, stderr io.Writer) error {
 	t.summary(stdout, s.target(), s.words().outcomeWords)
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("interrupted after reading %s; the summary says what became of them", count(int(t.read.Load()), "event", "events"))
+		return fmt.Errorf("interrupted after reading %s; the summary says what became of them", plural.Count(int(t.read.Load()), "event", "events"))
 	case readErr != nil:
 		return fmt.Errorf("%w; the events before it were sent (see the summary)", readErr)
 	case closeErr != nil:
@@ -150,7 +152,7 @@ func sendCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if n := t.rejected.Load() + t.failed.Load(); n > 0 {
 		return fmt.Errorf("%d %s not %s (see the lines above): %s; failed ones may be sent again, and an event with its own id and time is stored once however often it is sent",
-			n, plural(int(n), "event was", "events were"), s.words().verb, s.words().afterRejected)
+			n, plural.Of(int(n), "event was", "events were"), s.words().verb, s.words().afterRejected)
 	}
 	return nil
 }
