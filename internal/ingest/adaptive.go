@@ -163,10 +163,10 @@ type seen struct {
 // seen is the entry of u's source, or nil when u does not count: it is
 // not today's, or its source's schedule is not known.
 func (o *observation) seen(u *unit) *seen {
-	stream, at := u.placed()
-	if dayNumber(at) != o.today {
+	if u.day != o.today {
 		return nil
 	}
+	stream := u.stream
 	sk := sourceKey{source: stream.Source}
 	if o.inOrder {
 		sk.shard = u.origin.ShardID
@@ -193,8 +193,7 @@ func (o *observation) seen(u *unit) *seen {
 // counts says whether u's item counts in the sample: placed under the
 // table count in effect (its GSI count is the one in effect).
 func (s *seen) counts(u *unit) bool {
-	_, at := u.placed()
-	return s.sched.At(at).Shards == s.cur.Shards
+	return s.sched.At(u.at).Shards == s.cur.Shards
 }
 
 // throttle counts an item throttled, its throttling laid on its table key,
@@ -284,8 +283,8 @@ func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 	day := now.UTC().Format(bucketing.DayLayout)
 	done := map[bucketing.Stream]bool{}
 	for _, u := range units {
-		stream, at := u.placed()
-		if done[stream] || dayNumber(at) != today {
+		stream := u.stream
+		if done[stream] || u.day != today {
 			continue
 		}
 		done[stream] = true
@@ -364,16 +363,6 @@ func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key strin
 		return adapt.Decision{}, false
 	}
 	return h.policy.ForDemand(s.Source, now, cur, last, sum.Measure, sum.Writers, own.Throttled)
-}
-
-// placed is the stream a unit is written to and the time that places it
-// in its schedule: an event's source and time, or the quarantine and when
-// the rejected record was received.
-func (u *unit) placed() (bucketing.Stream, time.Time) {
-	if u.event != nil {
-		return bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, u.event.Time
-	}
-	return bucketing.Stream{Space: bucketing.Quarantine}, u.rejected.ReceivedAt
 }
 
 // streamAttr names a stream in a log line: its source, or the quarantine.

@@ -178,6 +178,7 @@ func (h *Handler) restore(ctx context.Context, units []unit, labels []string, ou
 	todo := make([]int, len(units))
 	for i := range units {
 		todo[i] = i
+		units[i].place()
 	}
 	items, idx, err := h.items(ctx, units, todo)
 	st.firstErr = err

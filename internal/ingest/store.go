@@ -29,6 +29,35 @@ type unit struct {
 	// written again, but adaptive sharding still sees it, as it sees
 	// every record of the batch.
 	known bool
+	// Where it is written, set by place: its stream, the time that places
+	// it in the stream's schedule, and that time's day number.
+	stream bucketing.Stream
+	at     time.Time
+	day    int64
+}
+
+// place sets where u is written: an event's source and time, or the
+// quarantine and when the rejected record was received.
+func (u *unit) place() {
+	if u.event != nil {
+		u.stream, u.at = bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, u.event.Time
+	} else {
+		u.stream, u.at = bucketing.Stream{Space: bucketing.Quarantine}, u.rejected.ReceivedAt
+	}
+	u.day = dayNumber(u.at)
+}
+
+// quarantine turns u's event, which DynamoDB refused, into a rejected
+// record with the refusal as its reason, placed in the quarantine.
+func (u *unit) quarantine(refusal error) {
+	u.rejected = &item.Rejected{
+		ReceivedAt: u.received,
+		Reason:     fmt.Sprintf("event: storage refused it: %v", refusal),
+		Raw:        []byte(u.event.JSON),
+		Origin:     u.origin,
+	}
+	u.event = nil
+	u.place()
 }
 
 // rejectedUnit is the unit of a record that cannot be ingested.
@@ -67,6 +96,7 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 	todo := make([]int, len(units))
 	for i := range units {
 		todo[i] = i
+		units[i].place()
 	}
 	h.raise(ctx, units, inOrder)
 	for pass := 0; pass < 2 && len(todo) > 0; pass++ {
@@ -93,13 +123,7 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 				}
 			case writer.Invalid:
 				if units[u].event != nil {
-					units[u].rejected = &item.Rejected{
-						ReceivedAt: units[u].received,
-						Reason:     fmt.Sprintf("event: storage refused it: %v", res.Err[n]),
-						Raw:        []byte(units[u].event.JSON),
-						Origin:     units[u].origin,
-					}
-					units[u].event = nil
+					units[u].quarantine(res.Err[n])
 					again = append(again, u)
 					continue
 				}
@@ -186,8 +210,8 @@ func widen(r writer.Result, send []int, n int) writer.Result {
 }
 
 // schedKey is a (stream, day) whose shard schedule a batch needs. The day
-// is a day number, not a string: keyOf runs once per unit, and the string is
-// only needed once per (stream, day).
+// is a day number, not a string: a unit's is set once (place), and the
+// string is only needed once per (stream, day).
 type schedKey struct {
 	stream bucketing.Stream
 	day    int64
@@ -204,12 +228,7 @@ func dayNumber(t time.Time) int64 {
 	return s / 86400
 }
 
-func (u unit) schedKey() schedKey {
-	if u.event != nil {
-		return schedKey{bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, dayNumber(u.event.Time)}
-	}
-	return schedKey{bucketing.Stream{Space: bucketing.Quarantine}, dayNumber(u.rejected.ReceivedAt)}
-}
+func (u *unit) schedKey() schedKey { return schedKey{u.stream, u.day} }
 
 // resolved is a schedule lookup's answer.
 type resolved struct {
