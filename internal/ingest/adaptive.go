@@ -49,14 +49,15 @@ type watcher struct {
 	stored, throttled, held []bool
 }
 
-// watch is a watcher of a write of items that begins now; nil when
+// watch is a watcher of the write of b's pass that begins now; nil when
 // adaptive sharding is off.
-func (h *Handler) watch(units []unit, idx []int, items []item.Item, inOrder bool) *watcher {
-	if h.policy == nil || len(items) == 0 {
+func (h *Handler) watch(b *batch) *watcher {
+	if h.policy == nil || len(b.items) == 0 {
 		return nil
 	}
-	return &watcher{h: h, units: units, idx: idx, items: items, inOrder: inOrder, last: h.now(),
-		stored: make([]bool, len(items)), throttled: make([]bool, len(items)), held: make([]bool, len(items))}
+	n := len(b.items)
+	return &watcher{h: h, units: b.units, idx: b.idx, items: b.items, inOrder: b.inOrder, last: h.now(),
+		stored: make([]bool, n), throttled: make([]bool, n), held: make([]bool, n)}
 }
 
 // observe shows the policy what res, the write so far (or, when done, all
@@ -274,7 +275,7 @@ func policyKey(source string, u unit, inOrder bool) string {
 // A raise is one conditional write to the shard record, made at most once
 // per doubling of a count, so it may sit on the hot path. A failed raise
 // is logged and left for the next batch: the events are written either way.
-func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
+func (h *Handler) raise(ctx context.Context, b *batch) {
 	if h.policy == nil {
 		return
 	}
@@ -282,7 +283,7 @@ func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 	today := dayNumber(now)
 	day := now.UTC().Format(bucketing.DayLayout)
 	done := map[bucketing.Stream]bool{}
-	for _, u := range units {
+	for _, u := range b.units {
 		stream := u.stream
 		if done[stream] || u.day != today {
 			continue
@@ -294,7 +295,7 @@ func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 		}
 		cur, last := adapt.Of(shardmap.InEffect(sched, dayStart(now), now, now)), adapt.Of(sched.Last())
 		since := shardmap.Raised(sched, dayStart(now), now)
-		d, ok := h.decide(ctx, stream, day, policyKey(stream.Source, u, inOrder), now, cur, last, since)
+		d, ok := h.decide(ctx, stream, day, policyKey(stream.Source, u, b.inOrder), now, cur, last, since)
 		if !ok {
 			continue
 		}

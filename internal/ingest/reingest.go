@@ -175,17 +175,13 @@ func (h *Handler) restore(ctx context.Context, units []unit, labels []string, ou
 	if len(units) == 0 {
 		return st
 	}
-	todo := make([]int, len(units))
-	for i := range units {
-		todo[i] = i
-		units[i].place()
-	}
-	items, idx, err := h.items(ctx, units, todo)
+	b := newBatch(units, false)
+	err := h.build(ctx, b, b.all())
 	st.firstErr = err
-	res := h.writer.Write(ctx, items)
+	res := h.writer.Write(ctx, b.items)
 	st.requests, st.retried, st.wcu = res.Requests, res.Retried, res.WCU
 	written := make([]bool, len(units))
-	for n, u := range idx {
+	for n, u := range b.idx {
 		written[u] = true
 		r := &out[units[u].group]
 		switch res.Status[n] {
