@@ -38,6 +38,7 @@ const watchEvery = 2 * time.Second
 // push every count it meets to the maximum.
 type watcher struct {
 	h       *Handler
+	b       *batch
 	units   []unit
 	idx     []int
 	items   []item.Item
@@ -56,9 +57,25 @@ func (h *Handler) watch(b *batch) *watcher {
 		return nil
 	}
 	n := len(b.items)
-	return &watcher{h: h, units: b.units, idx: b.idx, items: b.items, inOrder: b.inOrder, last: h.now(),
+	return &watcher{h: h, b: b, units: b.units, idx: b.idx, items: b.items, inOrder: b.inOrder, last: h.now(),
 		stored: make([]bool, n), throttled: make([]bool, n), held: make([]bool, n)}
 }
+
+// progress is what a Kinesis shard's write shows w as it goes: the policy
+// sees what its keys took, and may raise before the write ends. Nil
+// without a watcher, and for an API request, whose write is short.
+func (w *watcher) progress(ctx context.Context) func(writer.Result) {
+	if w == nil || !w.inOrder {
+		return nil
+	}
+	return func(so writer.Result) {
+		w.observe(so, false)
+		w.h.raise(ctx, w.b)
+	}
+}
+
+// done shows the policy the whole write, res.
+func (w *watcher) done(res writer.Result) { w.observe(res, true) }
 
 // observe shows the policy what res, the write so far (or, when done, all
 // of it), shows that it has not been shown: the items stored and
@@ -70,8 +87,26 @@ func (w *watcher) observe(res writer.Result, done bool) {
 	}
 	h := w.h
 	now := h.now()
-	o := observation{h: h, now: now, today: dayNumber(now), start: dayStart(now), day: now.UTC().Format(bucketing.DayLayout),
+	o := &observation{h: h, now: now, today: dayNumber(now), start: dayStart(now), day: now.UTC().Format(bucketing.DayLayout),
 		inOrder: w.inOrder, sources: map[sourceKey]*seen{}}
+	w.tally(o, res, done)
+	w.offered = true
+	for _, s := range o.sources {
+		if s.sample.Items > 0 || s.sample.Offered > 0 || s.sample.Elsewhere > 0 {
+			s.sample.Began = w.last
+			h.policy.Observe(s.key, now, s.cur, s.sample)
+		}
+	}
+	w.last = now
+	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {
+		h.forgot.Store(sec)
+		h.policy.Forget(now)
+	}
+}
+
+// tally adds to o, source by source, what res shows of each item that the
+// policy has not been shown.
+func (w *watcher) tally(o *observation, res writer.Result, done bool) {
 	resume := resumeAt(w.units, w.idx, res)
 	for n, u := range w.idx {
 		s := o.seen(&w.units[u])
@@ -105,18 +140,6 @@ func (w *watcher) observe(res writer.Result, done bool) {
 		case done:
 			s.sample.Items++ // tried, and not stored: held back by its key's pace, or failed
 		}
-	}
-	w.offered = true
-	for _, s := range o.sources {
-		if s.sample.Items > 0 || s.sample.Offered > 0 || s.sample.Elsewhere > 0 {
-			s.sample.Began = w.last
-			h.policy.Observe(s.key, now, s.cur, s.sample)
-		}
-	}
-	w.last = now
-	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {
-		h.forgot.Store(sec)
-		h.policy.Forget(now)
 	}
 }
 

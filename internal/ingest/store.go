@@ -130,8 +130,8 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 		if pass == 0 {
 			w = h.watch(b)
 		}
-		res := b.writeUnknown(ctx, h.writeFunc(inOrder), h.progress(ctx, b, w))
-		w.observe(res, true)
+		res := b.writeUnknown(ctx, h.writeFunc(inOrder), w.progress(ctx))
+		w.done(res)
 		st.requests += res.Requests
 		st.retried += res.Retried
 		st.wcu += res.WCU
@@ -180,19 +180,6 @@ func (h *Handler) writeFunc(inOrder bool) writeFunc {
 	}
 	return func(ctx context.Context, items []item.Item, watch func(writer.Result)) writer.Result {
 		return h.writer.WriteInOrderWatched(ctx, items, watchEvery, watch)
-	}
-}
-
-// progress is what a Kinesis shard's write shows w as it goes: the policy
-// sees what its keys took, and may raise before the write ends. Nil
-// without a watcher, and for an API request, whose write is short.
-func (h *Handler) progress(ctx context.Context, b *batch, w *watcher) func(writer.Result) {
-	if w == nil || !b.inOrder {
-		return nil
-	}
-	return func(so writer.Result) {
-		w.observe(so, false)
-		h.raise(ctx, b)
 	}
 }
 
