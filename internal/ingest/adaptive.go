@@ -190,7 +190,7 @@ func (o *observation) seen(u *unit) *seen {
 	if u.day != o.today {
 		return nil
 	}
-	stream := u.stream
+	stream, _ := u.placed()
 	sk := sourceKey{source: stream.Source}
 	if o.inOrder {
 		sk.shard = u.origin.ShardID
@@ -217,7 +217,8 @@ func (o *observation) seen(u *unit) *seen {
 // counts says whether u's item counts in the sample: placed under the
 // table count in effect (its GSI count is the one in effect).
 func (s *seen) counts(u *unit) bool {
-	return s.sched.At(u.at).Shards == s.cur.Shards
+	_, at := u.placed()
+	return s.sched.At(at).Shards == s.cur.Shards
 }
 
 // throttle counts an item throttled, its throttling laid on its table key,
@@ -307,7 +308,7 @@ func (h *Handler) raise(ctx context.Context, b *batch) {
 	day := now.UTC().Format(bucketing.DayLayout)
 	done := map[bucketing.Stream]bool{}
 	for _, u := range b.units {
-		stream := u.stream
+		stream, _ := u.placed()
 		if done[stream] || u.day != today {
 			continue
 		}

@@ -29,22 +29,24 @@ type unit struct {
 	// written again, but adaptive sharding still sees it, as it sees
 	// every record of the batch.
 	known bool
-	// Where it is written, set by place: its stream, the time that places
-	// it in the stream's schedule, and that time's day number.
-	stream bucketing.Stream
-	at     time.Time
-	day    int64
+	day   int64 // the day number of its placement, set by place
 }
 
-// place sets where u is written: an event's source and time, or the
-// quarantine and when the rejected record was received.
-func (u *unit) place() {
+// placed is where u is written: its stream and the time that places it in
+// the stream's schedule (an event's source and time, or the quarantine and
+// when the rejected record was received).
+func (u *unit) placed() (bucketing.Stream, time.Time) {
 	if u.event != nil {
-		u.stream, u.at = bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, u.event.Time
-	} else {
-		u.stream, u.at = bucketing.Stream{Space: bucketing.Quarantine}, u.rejected.ReceivedAt
+		return bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, u.event.Time
 	}
-	u.day = dayNumber(u.at)
+	return bucketing.Stream{Space: bucketing.Quarantine}, u.rejected.ReceivedAt
+}
+
+// place sets u's day, the one date computation a unit needs (placed
+// itself is a few field reads).
+func (u *unit) place() {
+	_, at := u.placed()
+	u.day = dayNumber(at)
 }
 
 // quarantine turns u's event, which DynamoDB refused, into a rejected
@@ -242,7 +244,10 @@ func dayNumber(t time.Time) int64 {
 	return s / 86400
 }
 
-func (u *unit) schedKey() schedKey { return schedKey{u.stream, u.day} }
+func (u *unit) schedKey() schedKey {
+	stream, _ := u.placed()
+	return schedKey{stream, u.day}
+}
 
 // resolved is a schedule lookup's answer.
 type resolved struct {
