@@ -31,9 +31,12 @@ type Route struct {
 
 // Route reads the route r was sent to. With a route key, the key's path
 // is the route, exactly: a REST API resource's {tenant} parameter is read
-// from the path parameters. Without one (a hand-made invocation), the
-// path is: a path holding /v1/tenants/ is a tenant's route or none, and
-// any other is matched by its end, as it was before.
+// from the path parameters. A request whose path disagrees with its key
+// (one API Gateway did not route: the path does not end with the key's
+// path, or holds /v1/tenants/ on a route without a tenant) is no route.
+// Without a key (a hand-made invocation), the path is the route: a path
+// holding /v1/tenants/ is a tenant's route or none, and any other is
+// matched by its end, as it was before.
 func (r Request) Route() Route {
 	if m, p, ok := strings.Cut(r.RouteKey, " "); ok {
 		rt := Route{Method: m, Path: p}
@@ -42,9 +45,12 @@ func (r Request) Route() Route {
 			if rt.Tenant == "{tenant}" {
 				rt.Tenant = r.PathParams["tenant"]
 			}
-			return rt
+		} else {
+			rt.Leaf = p
 		}
-		rt.Leaf = p
+		if !r.agrees(rt) {
+			rt.Leaf = ""
+		}
 		return rt
 	}
 	path := strings.TrimRight(r.Path, "/")
@@ -55,6 +61,15 @@ func (r Request) Route() Route {
 	}
 	rt.Leaf, rt.suffix = path, true
 	return rt
+}
+
+// agrees says whether r's path could have been routed to rt, by its key.
+func (r Request) agrees(rt Route) bool {
+	path := strings.TrimRight(r.Path, "/")
+	if path == "" || strings.Contains(rt.Path, "{") {
+		return true // nothing to compare, or a template
+	}
+	return strings.HasSuffix(path, rt.Path) && (rt.Tenanted || !strings.Contains(path, TenantsPath))
 }
 
 // tenant reads "<name>/<leaf>", the path after TenantsPath. Anything else

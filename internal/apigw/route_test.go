@@ -8,8 +8,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// TestRouteByKey: with a route key, the key decides, whatever the path
-// says; a tenant named v1 is a tenant, never /v1/events.
+// TestRouteByKey: with a route key, the key decides, never the path's
+// suffix; a tenant named v1 is a tenant, never /v1/events; and a path
+// the key could not have routed is no route.
 func TestRouteByKey(t *testing.T) {
 	for _, c := range []struct {
 		key, path      string
@@ -21,8 +22,13 @@ func TestRouteByKey(t *testing.T) {
 		{"POST /v1/events", "/v1/events", false, "", "/v1/events", true, "POST"},
 		{"POST /v1/tenants/team-a/events", "/v1/tenants/team-a/events", true, "team-a", "/v1/events", true, "POST"},
 		{"POST /v1/tenants/v1/events", "/v1/tenants/v1/events", true, "v1", "/v1/events", true, "POST"},
-		// The key wins over a path that says otherwise.
-		{"POST /v1/tenants/team-a/events", "/v1/events", true, "team-a", "/v1/events", true, "POST"},
+		// A path that disagrees with the key is no route: API Gateway
+		// did not route it.
+		{"POST /v1/tenants/team-a/events", "/v1/events", true, "team-a", "", false, "POST"},
+		{"POST /v1/events", "/v1/tenants/v1/events", false, "", "", false, "POST"},
+		{"POST /v1/events", "/v2/other", false, "", "", false, "POST"},
+		// A named stage's path ends with the key's.
+		{"POST /v1/events", "/prod/v1/events", false, "", "/v1/events", true, "POST"},
 		{"GET /v1/tenants/team-a/sources", "/v1/tenants/team-a/sources", true, "team-a", "/v1/sources", false, "GET"},
 		{"GET /v1/tenants/team-a", "/v1/tenants/team-a", true, "", "", false, "GET"},
 		{"GET /v1/tenants/team-a/x/events", "/v1/tenants/team-a/x/events", true, "", "", false, "GET"},
