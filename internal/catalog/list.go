@@ -87,10 +87,10 @@ type part struct {
 	day    int    // index in the days listed
 	pk     string // the partition key
 	prefix string // the sources read begin with it; "" for every source
-	buf   []string
-	start map[string]types.AttributeValue // where the next read starts; nil for the first
-	done  bool                            // nothing left to read
-	chunk int32                           // sources the next read asks for
+	buf    []string
+	start  map[string]types.AttributeValue // where the next read starts; nil for the first
+	done   bool                            // nothing left to read
+	chunk  int32                           // sources the next read asks for
 }
 
 // partitions lists the partitions of days, once for each of prefixes (once

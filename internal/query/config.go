@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardline/shardline/internal/loglevel"
 	"github.com/shardline/shardline/internal/secret"
+	"github.com/shardline/shardline/internal/tenant"
 )
 
 // Environment variables the query function reads, besides the AWS SDK's own.
@@ -37,6 +38,10 @@ type Config struct {
 	CursorSecretARN string
 	Concurrency     int
 	LogLevel        slog.Level
+	// Tenants are the teams that own sources (tenant.FromEnv: TENANTS,
+	// TENANT_ROLES); nil or empty without tenants. A tenant's routes read
+	// only its sources.
+	Tenants *tenant.Config
 
 	cursorLoaded bool
 }
@@ -63,6 +68,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var err error
 	if c.LogLevel, err = loglevel.Parse(getenv(EnvLogLevel)); err != nil {
 		return c, fmt.Errorf("%s=%w", EnvLogLevel, err)
+	}
+	if c.Tenants, err = tenant.FromEnv(getenv); err != nil {
+		return c, err
 	}
 	return c, nil
 }
