@@ -35,8 +35,11 @@ const (
 
 // EnvVars lists every variable above, for documentation and for the check
 // that the stack sets exactly what the function reads.
+// The tenant variables (tenant.EnvTenants, EnvStreams, EnvRoles) are set
+// only when the deployment has tenants.
 var EnvVars = []string{EnvTable, EnvShards, EnvShardOverrides, EnvGSIShards, EnvGSIOverrides, EnvShardsMax,
-	EnvQuarantineShards, EnvRetentionDays, EnvMaxEventBytes, EnvWriteConcurrency, EnvLogLevel, EnvGSICopies}
+	EnvQuarantineShards, EnvRetentionDays, EnvMaxEventBytes, EnvWriteConcurrency, EnvLogLevel, EnvGSICopies,
+	tenant.EnvTenants, tenant.EnvStreams, tenant.EnvRoles}
 
 // Defaults.
 const (

@@ -22,8 +22,10 @@ const (
 	EnvLogLevel        = "LOG_LEVEL"         // debug, info, warn or error; default info
 )
 
-// EnvVars lists every variable above.
-var EnvVars = []string{EnvTable, EnvCursorSecretARN, EnvConcurrency, EnvLogLevel}
+// EnvVars lists every variable above, and the tenant variables the query
+// function reads (tenant.EnvTenants, EnvRoles), set only when the
+// deployment has tenants.
+var EnvVars = []string{EnvTable, EnvCursorSecretARN, EnvConcurrency, EnvLogLevel, tenant.EnvTenants, tenant.EnvRoles}
 
 // MinCursorSecret is the shortest cursor key accepted, in bytes.
 const MinCursorSecret = 32
