@@ -50,7 +50,7 @@ func testTenants(t testing.TB) *tenant.Config {
 // request, and a handler with testTenants whose log and metrics go to log.
 type tenantEnv struct {
 	*env
-	h   *Handler
+	h   apiHandler // checked against the OpenAPI document
 	log *syncBuffer
 }
 
@@ -78,7 +78,7 @@ func newTenantEnv(t *testing.T) *tenantEnv {
 	log := slog.New(slog.NewJSONHandler(out, nil))
 	h := New(e.cfg, testddb.Client(t, e.via), Options{Now: func() time.Time { return fixtureNow }, Logger: log,
 		Metrics: emf.NewInLog(out, map[string]string{"Function": FunctionName})})
-	return &tenantEnv{env: e, h: h, log: out}
+	return &tenantEnv{env: e, h: checked(t, h), log: out}
 }
 
 // requests is how many DynamoDB requests of any kind reached the table.

@@ -16,6 +16,7 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/tenant"
 	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/openapitest"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
@@ -118,6 +119,7 @@ func tenantGet(t testing.TB, h *Handler, path string, q url.Values) (int, string
 	if err != nil {
 		t.Fatal(err)
 	}
+	openapitest.CheckHTTP(t, openapitest.Query, req, resp)
 	return resp.StatusCode, resp.Body
 }
 
