@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,15 @@ func WithAttempts(n int) HTTPOption { return func(h *HTTP) { h.attempts = max(n,
 // WithMaxRetryAfter caps the wait a Retry-After header asks for
 // (default 30 s).
 func WithMaxRetryAfter(d time.Duration) HTTPOption { return func(h *HTTP) { h.maxWait = max(d, 0) } }
+
+// WithTenant sends to the tenant's route, POST /v1/tenants/<name>/events,
+// instead of POST /v1/events: the API takes only the tenant's sources
+// there, and refuses a batch holding another's with 403 (a StatusError).
+func WithTenant(name string) HTTPOption {
+	return func(h *HTTP) {
+		h.url = strings.TrimSuffix(h.url, "/v1/events") + "/v1/tenants/" + url.PathEscape(name) + "/events"
+	}
+}
 
 // NewHTTP returns a client of the API at baseURL (such as
 // "https://abc.execute-api.eu-west-1.amazonaws.com" or
