@@ -165,6 +165,10 @@ func (e *apiError) Error() string {
 	}
 	switch e.status {
 	case http.StatusForbidden, http.StatusUnauthorized:
+		if strings.Contains(e.message, "is not a source of tenant") {
+			msg += " (a tenant's routes take only the tenant's sources: check -tenant and the events' source)"
+			break
+		}
 		msg += " (the API refused the request's signature or credentials: check -sign, AWS_REGION, and that the credentials may execute-api:Invoke the route)"
 	case http.StatusNotFound:
 		msg += " (is -api the API's base URL, without a path?)"

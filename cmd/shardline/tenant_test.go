@@ -70,7 +70,8 @@ func TestTenantFlag(t *testing.T) {
 	}
 	foreign := writeFile(t, "foreign.ndjson", event("team-b/orders", "b-1", "placed", at))
 	code, _, errs := sh("send", "-api", base, "-tenant", "team-a", foreign)
-	if code != 1 || !strings.Contains(errs, `403`) || !strings.Contains(errs, `is not a source of tenant team-a`) {
+	if code != 1 || !strings.Contains(errs, `producer: POST /v1/tenants/team-a/events: 403 Forbidden: {"error":"source: \"team-b/orders\" is not a source of tenant team-a"}`) ||
+		!strings.Contains(errs, "a tenant's routes take only the tenant's sources") {
 		t.Fatalf("send -tenant team-a of team-b's: code %d, err %s", code, errs)
 	}
 	code, out, errs := sh("query", "-api", base, "-tenant", "team-a", "-source", "team-a/orders", "-from", "1h")
