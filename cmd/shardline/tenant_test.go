@@ -74,6 +74,9 @@ func TestTenantFlag(t *testing.T) {
 		!strings.Contains(errs, "a tenant's routes take only the tenant's sources") {
 		t.Fatalf("send -tenant team-a of team-b's: code %d, err %s", code, errs)
 	}
+	if code, _, errs := sh("send", "-stream", "s", "-tenant", "team-a", own); code != 1 || !strings.Contains(errs, "-tenant is for the API's routes") {
+		t.Fatalf("send -stream -tenant: code %d, err %s", code, errs)
+	}
 	code, out, errs := sh("query", "-api", base, "-tenant", "team-a", "-source", "team-a/orders", "-from", "1h")
 	if code != 0 || strings.Count(out, `"team-a/orders"`) != 2 {
 		t.Fatalf("query -tenant team-a: code %d\nout %s\nerr %s", code, out, errs)
