@@ -375,9 +375,9 @@ func quarantineList(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	apiSet := false
-	q.fs.Visit(func(f *flag.Flag) { apiSet = apiSet || f.Name == "api" || f.Name == "sign" })
+	q.fs.Visit(func(f *flag.Flag) { apiSet = apiSet || f.Name == "api" || f.Name == "sign" || f.Name == "tenant" })
 	if apiSet && q.table != "" {
-		return errors.New("-api and -table both given: list reads one, the API or the table")
+		return errors.New("-api and -table both given (or -sign or -tenant, which are the API's, with -table): list reads one, the API or the table; a tenant's quarantine only through the API")
 	}
 	if apiSet || !tableConfigured(q.table) {
 		return quarantineListAPI(q, rg, stdout, stderr)

@@ -105,6 +105,8 @@ func (f *sendFlags) parse(args []string) error {
 		return errors.New("-stream and -api both given: send to one, the stream or the API")
 	case f.stream == "" && (f.aggregate || f.endpoint != ""):
 		return errors.New("-aggregate and -endpoint are for a Kinesis stream: add -stream NAME")
+	case f.stream != "" && f.api.tenant != "":
+		return errors.New("-tenant is for the API's routes: to send to a tenant's own stream, give -stream its name (the stack's output Tenant<Id>StreamName)")
 	}
 	return nil
 }

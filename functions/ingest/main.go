@@ -14,15 +14,11 @@ import (
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/tenant"
 )
 
 func main() {
 	cfg, err := ingest.ConfigFromEnv(os.Getenv)
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	if err == nil {
-		err = tenant.RefuseUnchecked(os.Getenv) // until the handler checks tenants
-	}
 	if err != nil {
 		log.Error("configuration", slog.String("error", err.Error()))
 		os.Exit(1)
@@ -34,7 +30,7 @@ func main() {
 	}
 	h := ingest.New(cfg, client, ingest.Options{
 		Logger:  log,
-		Metrics: emf.NewInLog(os.Stdout, map[string]string{"Function": "ingest"}),
+		Metrics: emf.NewInLog(os.Stdout, map[string]string{"Function": ingest.FunctionName}),
 	})
 	lambda.Start(h.Invoke)
 }

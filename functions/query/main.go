@@ -19,16 +19,12 @@ import (
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/query"
-	"github.com/shardline/shardline/internal/tenant"
 )
 
 func main() {
 	ctx := context.Background()
 	cfg, err := query.ConfigFromEnv(os.Getenv)
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	if err == nil {
-		err = tenant.RefuseUnchecked(os.Getenv) // until the handler checks tenants
-	}
 	if err == nil {
 		err = loadCursorSecret(ctx, &cfg)
 	}
@@ -48,7 +44,7 @@ func main() {
 	}
 	h := query.New(cfg, client, query.Options{
 		Logger:  log,
-		Metrics: emf.NewInLog(os.Stdout, map[string]string{"Function": "query"}),
+		Metrics: emf.NewInLog(os.Stdout, map[string]string{"Function": query.FunctionName}),
 	})
 	lambda.Start(h.Invoke)
 }

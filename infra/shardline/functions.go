@@ -50,8 +50,7 @@ func (pl *Pipeline) function(c constructs.Construct, p Props, name string, memor
 }
 
 // functions declares the two functions, each with exactly the environment
-// its code reads, and the tenant variables when there are tenants (which
-// the stack allows only once both functions read them: tenantsChecked).
+// its code reads, the tenant variables only when there are tenants.
 func (pl *Pipeline) functions(c constructs.Construct, p Props) {
 	ingestEnv := p.ingestEnv(*pl.Table.TableName())
 	pl.tenantEnv(ingestEnv, true)

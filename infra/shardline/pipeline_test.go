@@ -253,8 +253,8 @@ func TestFunctionEnvironmentIsWhatTheCodeReads(t *testing.T) {
 				t.Errorf("the ingest environment does not parse: %v", err)
 			}
 		}
-		// The tenant variables are set only with tenants (tenants_test.go),
-		// whether or not the code lists them yet.
+		// The tenant variables the code lists are set only with tenants
+		// (tenants_test.go).
 		want = slices.DeleteFunc(want, func(v string) bool {
 			return v == tenant.EnvTenants || v == tenant.EnvStreams || v == tenant.EnvRoles
 		})

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/shardline/shardline/internal/emf"
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/tenant"
 )
 
@@ -92,7 +94,7 @@ func (pl *Pipeline) tenantAlarm(alarm func(id, what string, m awscloudwatch.IMet
 	alarm("TenantRefusedAlarm", "A tenant's request or record named a source that is not the tenant's, and was refused: see the functions' logs for the caller",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression:   jsii.String("FILL(ingest, 0) + FILL(query, 0)"),
-			UsingMetrics: &map[string]awscloudwatch.IMetric{"ingest": refused("ingest"), "query": refused("query")},
+			UsingMetrics: &map[string]awscloudwatch.IMetric{"ingest": refused(ingest.FunctionName), "query": refused(query.FunctionName)},
 			Period:       fiveMinutes(),
 			Label:        jsii.String("tenant refusals"),
 		}), 0)

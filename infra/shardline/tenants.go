@@ -3,7 +3,6 @@ package shardline
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -68,15 +67,6 @@ const (
 	maxRoutes = 300
 )
 
-// tenantsChecked says whether both functions read the tenant
-// configuration, and so check a tenant's requests and records. Until they
-// do (issue 31's function side), the stack refuses tenants: their routes
-// would reach handlers that route by the path's suffix and serve every
-// source. Tests replace it to synthesize tenants ahead of the functions.
-var tenantsChecked = func() bool {
-	return slices.Contains(ingest.EnvVars, tenant.EnvTenants) && slices.Contains(query.EnvVars, tenant.EnvTenants)
-}
-
 // tenantConfig is Props.Tenants validated, nil without tenants.
 func (p Props) tenantConfig() (*tenant.Config, error) {
 	if len(p.Tenants) == 0 {
@@ -96,10 +86,6 @@ func (p Props) checkTenants() error {
 		return nil
 	}
 	var errs []error
-	if !tenantsChecked() {
-		errs = append(errs, errors.New("Tenants: this build's functions do not check tenants yet (issue 31), so a tenant's routes would "+
-			"serve every source; leave shardline:tenants unset until they do"))
-	}
 	if n := len(apiRoutes) + len(tenantRoutes)*cfg.Len(); n > maxRoutes {
 		errs = append(errs, fmt.Errorf("Tenants: %d tenants need %d routes, over API Gateway's %d routes per API; use at most %d tenants",
 			cfg.Len(), n, maxRoutes, (maxRoutes-len(apiRoutes))/len(tenantRoutes)))

@@ -14,17 +14,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/shardline/shardline/internal/emf"
+	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/tenant"
 )
-
-// checkedTenants lets the stack take tenants for the length of a test,
-// ahead of the functions' checks (tenantsChecked).
-func checkedTenants(t *testing.T) {
-	t.Helper()
-	old := tenantsChecked
-	tenantsChecked = func() bool { return true }
-	t.Cleanup(func() { tenantsChecked = old })
-}
 
 // The tenants of the tests: hostile neighbours (team-ab beside team-a, a
 // tenant called v1) and one with a stream.
@@ -41,7 +34,6 @@ var tenantSynthCache synth
 // team-ab's write and read routes with the Grant methods.
 func tenantSynth(t *testing.T) synth {
 	t.Helper()
-	checkedTenants(t)
 	if tenantSynthCache.tpl != nil {
 		return tenantSynthCache
 	}
@@ -246,7 +238,6 @@ func TestTenantGrantsAreExactRoutes(t *testing.T) {
 
 // TestGrantUnknownTenantPanics: a grant names a tenant of the stack.
 func TestGrantUnknownTenantPanics(t *testing.T) {
-	checkedTenants(t)
 	app := awscdk.NewApp(nil)
 	stack := awscdk.NewStack(app, jsii.String("S"), nil)
 	pl := NewPipeline(stack, "P", &Props{CodeDir: codeDir(t), Tenants: map[string]Tenant{"team-a": {Sources: []string{"a/"}}}})
@@ -339,7 +330,6 @@ func TestTenantRoutesNeedIAMAndThrottles(t *testing.T) {
 // integrations, permissions and throttles are the same with tenants as
 // without.
 func TestSharedRoutesUnchangedByTenants(t *testing.T) {
-	checkedTenants(t)
 	// Both environment-agnostic: ARNs are spelled alike.
 	with, without := synthesize(t, &Props{Tenants: testTenants}, nil), synthesize(t, &Props{}, nil)
 	shared := func(s synth) map[string]any {
@@ -393,7 +383,6 @@ func TestNoTenantsLeavesTheTemplateAsIs(t *testing.T) {
 // tenants too many for the functions' environment are synth errors that
 // say which and what to do, from Props and from context.
 func TestOverlappingTenantsFailSynth(t *testing.T) {
-	checkedTenants(t)
 	many := map[string]Tenant{}
 	for i := range 12 {
 		name := fmt.Sprintf("team-%02d", i)
@@ -459,21 +448,6 @@ func TestTenantsFromContext(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{CtxTenants: "{}"}})
 	if p, err := PropsFromContext(app.Node()); err != nil || p.Tenants != nil {
 		t.Errorf("{}: %v, %v", p.Tenants, err)
-	}
-}
-
-// TestTenantsWaitForTheFunctions: until both functions read TENANTS, the
-// stack refuses tenants, saying why.
-func TestTenantsWaitForTheFunctions(t *testing.T) {
-	old := tenantsChecked
-	tenantsChecked = func() bool { return false }
-	t.Cleanup(func() { tenantsChecked = old })
-	err := (&Props{Tenants: testTenants}).Validate()
-	if err == nil || !strings.Contains(err.Error(), "functions do not check tenants yet") {
-		t.Errorf("tenants before the functions check them: %v", err)
-	}
-	if err := (&Props{}).Validate(); err != nil {
-		t.Errorf("no tenants: %v", err)
 	}
 }
 
@@ -691,8 +665,10 @@ func TestTenantRefusedAlarm(t *testing.T) {
 		}
 	}
 	slices.Sort(fns)
-	if !reflect.DeepEqual(fns, []string{"ingest", "query"}) {
-		t.Errorf("the alarm counts the refusals of %v, want ingest and query", fns)
+	// The dimension values are the ones the handlers' metrics carry
+	// (functions/*/main.go give emf the FunctionName of each).
+	if !reflect.DeepEqual(fns, []string{ingest.FunctionName, query.FunctionName}) {
+		t.Errorf("the alarm counts the refusals of %v, want %s and %s", fns, ingest.FunctionName, query.FunctionName)
 	}
 }
 

@@ -26,6 +26,10 @@ import (
 	"github.com/shardline/shardline/internal/writer"
 )
 
+// FunctionName names the ingest function in its logs and in its metrics'
+// Function dimension, which the stack's alarms select on.
+const FunctionName = "ingest"
+
 // Client is the part of the DynamoDB client the ingest function uses.
 type Client interface {
 	writer.API
@@ -138,7 +142,7 @@ func (h *Handler) limits() cloudevent.Limits {
 // Gateway HTTP API (v2) request or a REST API (v1) proxy request and answers
 // each in kind.
 func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
-	return apigw.Handlers{Kinesis: h.Kinesis, HTTP: h.HTTP, REST: h.REST}.Invoke(ctx, "ingest", payload)
+	return apigw.Handlers{Kinesis: h.Kinesis, HTTP: h.HTTP, REST: h.REST}.Invoke(ctx, FunctionName, payload)
 }
 
 // report logs an invocation's outcome and writes its metrics.

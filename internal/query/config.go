@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardline/shardline/internal/loglevel"
 	"github.com/shardline/shardline/internal/secret"
+	"github.com/shardline/shardline/internal/tenant"
 )
 
 // Environment variables the query function reads, besides the AWS SDK's own.
@@ -21,8 +22,10 @@ const (
 	EnvLogLevel        = "LOG_LEVEL"         // debug, info, warn or error; default info
 )
 
-// EnvVars lists every variable above.
-var EnvVars = []string{EnvTable, EnvCursorSecretARN, EnvConcurrency, EnvLogLevel}
+// EnvVars lists every variable above, and the tenant variables the query
+// function reads (tenant.EnvTenants, EnvRoles), set only when the
+// deployment has tenants.
+var EnvVars = []string{EnvTable, EnvCursorSecretARN, EnvConcurrency, EnvLogLevel, tenant.EnvTenants, tenant.EnvRoles}
 
 // MinCursorSecret is the shortest cursor key accepted, in bytes.
 const MinCursorSecret = 32
@@ -37,6 +40,10 @@ type Config struct {
 	CursorSecretARN string
 	Concurrency     int
 	LogLevel        slog.Level
+	// Tenants are the teams that own sources (tenant.FromEnv: TENANTS,
+	// TENANT_ROLES); nil or empty without tenants. A tenant's routes read
+	// only its sources.
+	Tenants *tenant.Config
 
 	cursorLoaded bool
 }
@@ -63,6 +70,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var err error
 	if c.LogLevel, err = loglevel.Parse(getenv(EnvLogLevel)); err != nil {
 		return c, fmt.Errorf("%s=%w", EnvLogLevel, err)
+	}
+	if c.Tenants, err = tenant.FromEnv(getenv); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -146,19 +146,3 @@ func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v) // maps of strings cannot fail
 	return b
 }
-
-// RefuseUnchecked is for a function whose handler does not check tenants
-// yet (issue 31's function side): an error when the environment holds
-// tenants, so that the function fails its cold start rather than serve a
-// tenant's routes, or read its stream, as the all-sources ones. The stack
-// sets no tenant variable on a function that does not read them; this
-// guards a hand-edited environment.
-func RefuseUnchecked(getenv func(string) string) error {
-	for _, name := range []string{EnvTenants, EnvStreams, EnvRoles} {
-		if getenv(name) != "" {
-			return fmt.Errorf("%s is set, but this build of the function does not check tenants: "+
-				"it would serve a tenant's routes as the all-sources ones; deploy a build that checks them, or remove %s", name, name)
-		}
-	}
-	return nil
-}

@@ -268,21 +268,3 @@ func TestEnvSize(t *testing.T) {
 		t.Errorf("without streams: EnvSize = %d, want %d (no %s)", got, want, EnvStreams)
 	}
 }
-
-// TestRefuseUnchecked: any of the three variables set is refused, by name.
-func TestRefuseUnchecked(t *testing.T) {
-	if err := RefuseUnchecked(func(string) string { return "" }); err != nil {
-		t.Errorf("no tenants: %v", err)
-	}
-	for _, name := range []string{EnvTenants, EnvStreams, EnvRoles} {
-		err := RefuseUnchecked(func(k string) string {
-			if k == name {
-				return "{}"
-			}
-			return ""
-		})
-		if err == nil || !strings.HasPrefix(err.Error(), name+" is set") {
-			t.Errorf("%s set: %v", name, err)
-		}
-	}
-}
