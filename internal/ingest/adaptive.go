@@ -384,7 +384,7 @@ func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key strin
 		slog.Float64("took_wcu", own.Took.Table), slog.Float64("took_gsi_wcu", own.Took.GSI), slog.Int("refused", int(own.Refused)),
 		slog.Float64("sum_wcu", sum.Table), slog.Float64("sum_gsi_wcu", sum.GSI),
 		slog.Float64("sum_took_wcu", sum.Took.Table), slog.Float64("sum_took_gsi_wcu", sum.Took.GSI), slog.Int("writers", sum.Writers))
-	if !sum.Again {
+	if !sum.ReportedBefore {
 		return adapt.Decision{}, false
 	}
 	return h.policy.ForDemand(s.Source, now, cur, last, sum.Measure, sum.Writers, own.Throttled)

@@ -43,14 +43,14 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 	defer cancel()
 	units, refused := h.kinesisUnits(ev.Records, h.now())
 	h.reportStreamRefusals(ctx, ev.Records, refused)
-	known, again := h.again.known(ev.Records, start)
-	if again > 0 {
+	known, alreadyStored := h.redelivered.known(ev.Records, start)
+	if alreadyStored > 0 {
 		for n := range units {
 			units[n].known = known[units[n].group]
 		}
 	}
 	outcomes, st := h.store(ctx, units, true)
-	st.again = again
+	st.alreadyStored = alreadyStored
 	done := make([]bool, len(ev.Records))
 	for i := range done {
 		done[i] = true
@@ -74,8 +74,8 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: ev.Records[i].Kinesis.SequenceNumber})
 		}
 	}
-	if failed > 0 || again > 0 {
-		h.again.remember(ev.Records, done, h.now())
+	if failed > 0 || alreadyStored > 0 {
+		h.redelivered.remember(ev.Records, done, h.now())
 	}
 	h.report(ctx, "kinesis", accepted, rejected, failed, st, start)
 	return resp, nil

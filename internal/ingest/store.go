@@ -79,11 +79,11 @@ const (
 
 // storeStats sums up a store call, for logs and metrics.
 type storeStats struct {
-	requests int
-	retried  int
-	wcu      float64
-	firstErr error
-	again    int // Kinesis records known stored in an earlier batch, not written again
+	requests      int
+	retried       int
+	wcu           float64
+	firstErr      error
+	alreadyStored int // Kinesis records known stored in an earlier batch, not written again
 }
 
 // batch is what one store call writes: its units, what became of each,
@@ -144,7 +144,7 @@ func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outc
 
 // settle records what res says became of the pass's units, and returns
 // the units to write again: events DynamoDB refused, now quarantined.
-func (b *batch) settle(res writer.Result, st *storeStats) (again []int) {
+func (b *batch) settle(res writer.Result, st *storeStats) (requarantined []int) {
 	for n, u := range b.idx {
 		switch res.Status[n] {
 		case writer.Stored:
@@ -155,7 +155,7 @@ func (b *batch) settle(res writer.Result, st *storeStats) (again []int) {
 		case writer.Invalid:
 			if b.units[u].event != nil {
 				b.units[u].quarantine(res.Err[n])
-				again = append(again, u)
+				requarantined = append(requarantined, u)
 				continue
 			}
 			fallthrough
@@ -166,7 +166,7 @@ func (b *batch) settle(res writer.Result, st *storeStats) (again []int) {
 			}
 		}
 	}
-	return again
+	return requarantined
 }
 
 // writeFunc writes items, and shows watch, when not nil, the write so far.
