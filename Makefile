@@ -143,7 +143,7 @@ synth: deps build
 deploy: deps build
 	$(CDK) deploy --require-approval broadening $(CDK_ARGS)
 
-## deps: Go modules and the npm tools in tools/ (DynamoDB Local, kinesalite, s3rver, the CDK CLI), pinned by go.sum and tools/package-lock.json
+## deps: Go modules and the npm tools in tools/ (DynamoDB Local, kinesalite, s3rver, the CDK CLI, the IAM evaluator of the tenant tests), pinned by go.sum and tools/package-lock.json
 deps: tools/node_modules/.package-lock.json
 	$(GO) mod download
 

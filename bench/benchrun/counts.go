@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/ddbclient"
+	"github.com/shardline/shardline/internal/plural"
 	"github.com/shardline/shardline/local/ddblocal"
 )
 
@@ -133,7 +134,7 @@ func (r *CountsReport) check() []Target {
 			continue
 		}
 		perEvent := max(float64(w.WCU), w.ReportedWCU) / float64(w.Events) // the higher of the two pricings
-		write.Measured += fmt.Sprintf("%s%.4f with %d stream shard%s", sep(write.Measured), perEvent, w.StreamShards, plural(w.StreamShards))
+		write.Measured += fmt.Sprintf("%s%.4f with %s", sep(write.Measured), perEvent, plural.Count(w.StreamShards, "stream shard", "stream shards"))
 		write.Met = write.Met && perEvent <= limitWCUPerEvent
 	}
 	out = append(out, write)
@@ -143,7 +144,7 @@ func (r *CountsReport) check() []Target {
 			rcu := max(c.RCU, c.PricedRCU)
 			out = append(out, Target{Target: "a 24-hour chart at 1 minute by type (" + fmt.Sprint(r.Types) + " types)",
 				Limit:    fmt.Sprintf("≤ %d requests, ≤ %.0f RCU", limitDayRequests, limitDayRCU),
-				Measured: fmt.Sprintf("%d request%s, %.1f RCU (DynamoDB Local), %.1f RCU (priced)", c.Requests, plural(c.Requests), c.RCU, c.PricedRCU),
+				Measured: fmt.Sprintf("%s, %.1f RCU (DynamoDB Local), %.1f RCU (priced)", plural.Count(c.Requests, "request", "requests"), c.RCU, c.PricedRCU),
 				Met:      c.Requests <= limitDayRequests && rcu <= limitDayRCU})
 		case chartMonth:
 			out = append(out, Target{Target: "a 31-day chart at 1 hour by type",
@@ -168,11 +169,4 @@ func sep(s string) string {
 		return ""
 	}
 	return "; "
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

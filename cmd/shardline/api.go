@@ -20,7 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/backoff"
+	"github.com/shardline/shardline/internal/tenant"
 	"github.com/shardline/shardline/pkg/producer"
 )
 
@@ -44,8 +46,9 @@ on the route.
 
 // apiFlags are the flags every command of the HTTP API takes.
 type apiFlags struct {
-	url  string
-	sign string
+	url    string
+	sign   string
+	tenant string
 }
 
 func (a *apiFlags) register(fs *flag.FlagSet) {
@@ -55,11 +58,13 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	}
 	fs.StringVar(&a.url, "api", def, "base URL of the API (default $"+envAPI+" or make run's)")
 	fs.StringVar(&a.sign, "sign", "auto", "sign requests with SigV4: auto (unless the API is on this machine), always or never")
+	fs.StringVar(&a.tenant, "tenant", "", "use the tenant's routes, /v1/tenants/NAME/...: only its sources (default: the /v1/... routes)")
 }
 
 // apiClient makes requests of the API, signed or not.
 type apiClient struct {
 	base   string
+	tenant string // the routes are this tenant's, when not empty
 	http   *http.Client
 	creds  aws.CredentialsProvider // nil: unsigned
 	region string                  // when signed
@@ -76,7 +81,12 @@ func (a *apiFlags) client(ctx context.Context) (*apiClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &apiClient{base: strings.TrimRight(a.url, "/"), http: &http.Client{Timeout: 60 * time.Second}}
+	if a.tenant != "" {
+		if err := tenant.ValidName(a.tenant); err != nil {
+			return nil, fmt.Errorf("-tenant: %w", err)
+		}
+	}
+	c := &apiClient{base: strings.TrimRight(a.url, "/"), tenant: a.tenant, http: &http.Client{Timeout: 60 * time.Second}}
 	if !sign {
 		return c, nil
 	}
@@ -126,7 +136,19 @@ func (c *apiClient) producer() *producer.HTTP {
 	if c.creds != nil {
 		opts = append(opts, producer.WithSigner(c.creds, c.region))
 	}
+	if c.tenant != "" {
+		opts = append(opts, producer.WithTenant(c.tenant))
+	}
 	return producer.NewHTTP(c.base, opts...)
+}
+
+// route is the path of route ("/v1/events") for the client: the tenant's
+// (/v1/tenants/NAME/events) with -tenant.
+func (c *apiClient) route(route string) string {
+	if c.tenant == "" {
+		return route
+	}
+	return apigw.TenantsPath + c.tenant + strings.TrimPrefix(route, "/v1")
 }
 
 // apiError is an answer other than 200.
@@ -143,6 +165,10 @@ func (e *apiError) Error() string {
 	}
 	switch e.status {
 	case http.StatusForbidden, http.StatusUnauthorized:
+		if strings.Contains(e.message, "is not a source of tenant") {
+			msg += " (a tenant's routes take only the tenant's sources: check -tenant and the events' source)"
+			break
+		}
 		msg += " (the API refused the request's signature or credentials: check -sign, AWS_REGION, and that the credentials may execute-api:Invoke the route)"
 	case http.StatusNotFound:
 		msg += " (is -api the API's base URL, without a path?)"
@@ -156,6 +182,7 @@ const getAttempts = 5
 // get asks route with q and decodes a 200's body into v. A 503 or 429 is
 // asked again, after Retry-After (at most 30 s) or a second.
 func (c *apiClient) get(ctx context.Context, route string, q url.Values, v any) error {
+	route = c.route(route)
 	u := c.base + route
 	if len(q) > 0 {
 		u += "?" + q.Encode()

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/internal/plural"
 	"github.com/shardline/shardline/ops/sparkline"
 )
 
@@ -158,7 +159,7 @@ func printCounts(w io.Writer, f *countsFlags, resp counts.Response) {
 		fmt.Fprintf(w, "%s%s%s%s\n", indent, from, strings.Repeat(" ", gap), to)
 	}
 	if len(lines) > 1 {
-		fmt.Fprintf(w, "%s in all\n", count(int(all), "event", "events"))
+		fmt.Fprintf(w, "%s in all\n", plural.Count(int(all), "event", "events"))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/shardline/shardline/internal/tenant"
 	"github.com/shardline/shardline/ops/explorer"
 )
 
@@ -48,6 +49,7 @@ flags:
 // exploreOptions configure serveExplorer.
 type exploreOptions struct {
 	API, Addr, Region string
+	Tenant            string           // read the tenant's routes
 	OnServing         func(url string) // called once the page is served (for tests)
 }
 
@@ -59,6 +61,7 @@ func explore(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.API, "api", "", "the deployed API's URL (the stack's output ApiUrl); required")
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "loopback address to serve the page on")
 	fs.StringVar(&o.Region, "region", "", "the API's region (default: from the URL, else your AWS configuration)")
+	fs.StringVar(&o.Tenant, "tenant", "", "read the tenant's routes, /v1/tenants/NAME/...: only its sources (default: the /v1/... routes)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, exploreHelp)
 		fs.PrintDefaults()
@@ -72,6 +75,11 @@ func explore(args []string, stdout, stderr io.Writer) error {
 	if o.API == "" {
 		fs.Usage()
 		return errors.New("explore: -api is required")
+	}
+	if o.Tenant != "" {
+		if err := tenant.ValidName(o.Tenant); err != nil {
+			return fmt.Errorf("explore: -tenant: %w", err)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -107,7 +115,7 @@ func serveExplorer(ctx context.Context, o exploreOptions, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("explore: AWS credentials (the SDK's default chain): %w", err)
 	}
-	proxy := &explorer.Proxy{Target: target, Credentials: aws.NewCredentialsCache(cfg.Credentials), Region: cfg.Region}
+	proxy := &explorer.Proxy{Target: target, Credentials: aws.NewCredentialsCache(cfg.Credentials), Region: cfg.Region, Tenant: o.Tenant}
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/params"
+	"github.com/shardline/shardline/internal/plural"
 )
 
 // quarantineHelp is what "shardline quarantine -h" prints before the flags.
@@ -315,7 +316,7 @@ func printReplaySummary(w io.Writer, rg replay.Range, dry bool, cfg ingest.Confi
 	}
 	fmt.Fprintf(w, ", MAX_EVENT_BYTES %d, RETENTION_DAYS %d:\n", cfg.MaxEventBytes, int(cfg.Retention.Hours()/24))
 	fmt.Fprintf(w, "  checked           %d\n", s.Checked)
-	fmt.Fprintf(w, "  now valid         %d (%d %s %s)\n", s.NowValid, s.Events, plural(s.Events, "event", "events"), stored)
+	fmt.Fprintf(w, "  now valid         %d (%d %s %s)\n", s.NowValid, s.Events, plural.Of(s.Events, "event", "events"), stored)
 	fmt.Fprintf(w, "  still invalid     %d (%d unchanged since the last replay)\n", s.StillInvalid, s.Unchanged)
 	fmt.Fprintf(w, "  already replayed  %d\n", s.AlreadyReplayed)
 	if s.Filtered > 0 {
@@ -374,9 +375,9 @@ func quarantineList(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	apiSet := false
-	q.fs.Visit(func(f *flag.Flag) { apiSet = apiSet || f.Name == "api" || f.Name == "sign" })
+	q.fs.Visit(func(f *flag.Flag) { apiSet = apiSet || f.Name == "api" || f.Name == "sign" || f.Name == "tenant" })
 	if apiSet && q.table != "" {
-		return errors.New("-api and -table both given: list reads one, the API or the table")
+		return errors.New("-api and -table both given (or -sign or -tenant, which are the API's, with -table): list reads one, the API or the table; a tenant's quarantine only through the API")
 	}
 	if apiSet || !tableConfigured(q.table) {
 		return quarantineListAPI(q, rg, stdout, stderr)
@@ -400,21 +401,9 @@ func quarantineList(args []string, stdout, stderr io.Writer) error {
 		}
 		return enc.Encode(l)
 	})
-	fmt.Fprintf(stderr, "%d quarantined %s\n", n, plural(n, "record", "records"))
+	fmt.Fprintf(stderr, "%d quarantined %s\n", n, plural.Of(n, "record", "records"))
 	if err != nil {
 		return fmt.Errorf("quarantine list: %w%s", err, tableHint(err))
 	}
 	return nil
-}
-
-// count is n and the noun that goes with it: "1 event", "2 events".
-func count(n int, one, many string) string {
-	return fmt.Sprintf("%d %s", n, plural(n, one, many))
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

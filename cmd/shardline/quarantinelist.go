@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardline/shardline/cmd/shardline/internal/replay"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/plural"
 )
 
 // quarantineWindow is the longest range GET /v1/quarantine takes; a longer
@@ -52,7 +53,7 @@ func quarantineListAPI(q *quarantineFlags, rg replay.Range, stdout, stderr io.Wr
 		n++
 		return enc.Encode(l)
 	})
-	fmt.Fprintf(stderr, "%d quarantined %s (from %s/v1/quarantine)\n", n, plural(n, "record", "records"), c.base)
+	fmt.Fprintf(stderr, "%d quarantined %s (from %s%s)\n", n, plural.Of(n, "record", "records"), c.base, c.route("/v1/quarantine"))
 	if err != nil {
 		return fmt.Errorf("quarantine list: %w (to read the table instead, pass -table or set EVENTS_TABLE, or AWS_ENDPOINT_URL_DYNAMODB for make run's)", err)
 	}

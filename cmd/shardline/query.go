@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/shardline/shardline/internal/plural"
 )
 
 // queryHelp is what "shardline query -h" prints before the flags.
@@ -147,7 +149,7 @@ func runQuery(ctx context.Context, c *apiClient, f *queryFlags, stdout, stderr i
 		var page eventsPage
 		if err := c.get(ctx, "/v1/events", q, &page); err != nil {
 			if written > 0 {
-				return fmt.Errorf("%w (after %s; add%s to go on from the last page written)", err, count(written, "event", "events"), goOn(cursor))
+				return fmt.Errorf("%w (after %s; add%s to go on from the last page written)", err, plural.Count(written, "event", "events"), goOn(cursor))
 			}
 			return err
 		}
@@ -161,14 +163,14 @@ func runQuery(ctx context.Context, c *apiClient, f *queryFlags, stdout, stderr i
 		}
 		written += len(page.Events)
 		if f.plan {
-			fmt.Fprintf(stderr, "page %d: %s, plan %s\n", pages, count(len(page.Events), "event", "events"), page.Plan)
+			fmt.Fprintf(stderr, "page %d: %s, plan %s\n", pages, plural.Count(len(page.Events), "event", "events"), page.Plan)
 		}
 		cursor = page.NextCursor
 		if cursor == "" {
 			return nil
 		}
 		if f.max > 0 && written >= f.max {
-			fmt.Fprintf(stderr, "stopped after %s (-max); more remain: add%s to go on\n", count(written, "event", "events"), goOn(cursor))
+			fmt.Fprintf(stderr, "stopped after %s (-max); more remain: add%s to go on\n", plural.Count(written, "event", "events"), goOn(cursor))
 			return nil
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
+	"github.com/shardline/shardline/internal/plural"
 	"github.com/shardline/shardline/ops/onfailure"
 )
 
@@ -239,7 +240,7 @@ func printRedriven(w io.Writer, res redrive.Result) {
 	where := res.Key
 	if b := res.Batch; b != nil {
 		where = fmt.Sprintf("%s %s %s..%s (%d %s, %s)", res.Function, b.ShardID, b.StartSequenceNumber, b.EndSequenceNumber,
-			b.BatchSize, plural(b.BatchSize, "record", "records"), res.Condition)
+			b.BatchSize, plural.Of(b.BatchSize, "record", "records"), res.Condition)
 	}
 	what := ""
 	switch res.Outcome {
@@ -290,7 +291,7 @@ func redriveError(err error, s redrive.Summary) error {
 		return fmt.Errorf("redrive: %w", err)
 	case s.NeedsAttention():
 		n := s.Failed + s.Undecided + s.Unknown + s.Invalid
-		return fmt.Errorf("%d %s attention (see the lines above): for failed ones, fix the cause and run again", n, plural(n, "object needs", "objects need"))
+		return fmt.Errorf("%d %s attention (see the lines above): for failed ones, fix the cause and run again", n, plural.Of(n, "object needs", "objects need"))
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/shardline/shardline/internal/plural"
 )
 
 // sendHelp is what "shardline send -h" prints before the flags.
@@ -103,6 +105,8 @@ func (f *sendFlags) parse(args []string) error {
 		return errors.New("-stream and -api both given: send to one, the stream or the API")
 	case f.stream == "" && (f.aggregate || f.endpoint != ""):
 		return errors.New("-aggregate and -endpoint are for a Kinesis stream: add -stream NAME")
+	case f.stream != "" && f.api.tenant != "":
+		return errors.New("-tenant is for the API's routes: to send to a tenant's own stream, give -stream its name (the stack's output Tenant<Id>StreamName)")
 	}
 	return nil
 }
@@ -142,7 +146,7 @@ func sendCmd(args []string, stdout, stderr io.Writer) error {
 	t.summary(stdout, s.target(), s.words().outcomeWords)
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("interrupted after reading %s; the summary says what became of them", count(int(t.read.Load()), "event", "events"))
+		return fmt.Errorf("interrupted after reading %s; the summary says what became of them", plural.Count(int(t.read.Load()), "event", "events"))
 	case readErr != nil:
 		return fmt.Errorf("%w; the events before it were sent (see the summary)", readErr)
 	case closeErr != nil:
@@ -150,7 +154,7 @@ func sendCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if n := t.rejected.Load() + t.failed.Load(); n > 0 {
 		return fmt.Errorf("%d %s not %s (see the lines above): %s; failed ones may be sent again, and an event with its own id and time is stored once however often it is sent",
-			n, plural(int(n), "event was", "events were"), s.words().verb, s.words().afterRejected)
+			n, plural.Of(int(n), "event was", "events were"), s.words().verb, s.words().afterRejected)
 	}
 	return nil
 }

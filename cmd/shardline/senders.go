@@ -15,6 +15,7 @@ import (
 // httpSender sends to POST /v1/events, a batch at a time.
 type httpSender struct {
 	base  string
+	route string // POST's path: /v1/events, or the tenant's
 	h     *producer.HTTP
 	t     *tally
 	batch []inputEvent
@@ -26,10 +27,10 @@ func newHTTPSender(ctx context.Context, f *sendFlags, t *tally) (*httpSender, er
 	if err != nil {
 		return nil, err
 	}
-	return &httpSender{base: c.base, h: c.producer(), t: t}, nil
+	return &httpSender{base: c.base, route: c.route("/v1/events"), h: c.producer(), t: t}, nil
 }
 
-func (s *httpSender) target() string { return "POST " + s.base + "/v1/events" }
+func (s *httpSender) target() string { return "POST " + s.base + s.route }
 
 func (s *httpSender) words() senderWords {
 	return senderWords{
@@ -78,7 +79,7 @@ func (s *httpSender) flush(ctx context.Context) error {
 	if err != nil {
 		var se *producer.StatusError
 		if errors.As(err, &se) {
-			return &apiError{method: "POST", route: "/v1/events", status: se.Status, message: errorMessage([]byte(se.Body))}
+			return &apiError{method: "POST", route: s.route, status: se.Status, message: errorMessage([]byte(se.Body))}
 		}
 		return fmt.Errorf("send to %s: %w", s.target(), err)
 	}

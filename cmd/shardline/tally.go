@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardline/shardline/internal/plural"
 )
 
 // tally counts what became of the events and prints rejections and
@@ -127,7 +129,7 @@ type outcomeWords struct {
 // was: time spent on sends that failed does not count against it.
 func (t *tally) summary(w io.Writer, target string, words outcomeWords) {
 	n, sent := t.read.Load(), t.sent.Load()
-	fmt.Fprintf(w, "%s read, to %s; done after %v:\n", count(int(n), "event", "events"), target, time.Since(t.start).Round(time.Millisecond))
+	fmt.Fprintf(w, "%s read, to %s; done after %v:\n", plural.Count(int(n), "event", "events"), target, time.Since(t.start).Round(time.Millisecond))
 	rate := ""
 	if d := time.Duration(t.lastSent.Load()); sent > 0 && d > 0 {
 		rate = fmt.Sprintf(" in %v (%.0f events/s)", d.Round(time.Millisecond), float64(sent)/d.Seconds())

@@ -30,7 +30,7 @@ func main() {
 	}
 	h := ingest.New(cfg, client, ingest.Options{
 		Logger:  log,
-		Metrics: emf.NewInLog(os.Stdout, map[string]string{"Function": "ingest"}),
+		Metrics: emf.NewInLog(os.Stdout, map[string]string{"Function": ingest.FunctionName}),
 	})
 	lambda.Start(h.Invoke)
 }

@@ -44,7 +44,7 @@ func main() {
 	}
 	h := query.New(cfg, client, query.Options{
 		Logger:  log,
-		Metrics: emf.NewInLog(os.Stdout, map[string]string{"Function": "query"}),
+		Metrics: emf.NewInLog(os.Stdout, map[string]string{"Function": query.FunctionName}),
 	})
 	lambda.Start(h.Invoke)
 }

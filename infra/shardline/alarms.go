@@ -39,6 +39,7 @@ func (pl *Pipeline) alarms(c constructs.Construct, p Props) {
 	pl.countFoldAlarms(alarm, p)
 	pl.archiveAlarms(alarm, p)
 	pl.givenUpAlarms(alarm)
+	pl.tenantAlarm(alarm)
 	pl.dashboard(c)
 }
 

@@ -13,8 +13,27 @@ import (
 	"github.com/shardline/shardline/internal/query"
 )
 
-// api serves the five routes with IAM authorization, per-route throttling
-// and access logs.
+// stageName is the API's one stage, as it appears in execute-api ARNs.
+const stageName = "$default"
+
+// An API route: method and path, and whether the ingest function (write)
+// or the query function serves it.
+type apiRoute struct {
+	method, path string
+	write        bool
+}
+
+// apiRoutes are the routes for trusted pipelines, over every source.
+var apiRoutes = []apiRoute{
+	{"POST", ingest.Route, true},
+	{"GET", query.EventsRoute, false},
+	{"GET", query.QuarantineRoute, false},
+	{"GET", query.CountsRoute, false},
+	{"GET", query.SourcesRoute, false},
+}
+
+// api serves the five routes, and each tenant's five (tenantRoutes), with
+// IAM authorization, per-route throttling and access logs.
 func (pl *Pipeline) api(c constructs.Construct, p Props) {
 	iam := awsapigatewayv2authorizers.NewHttpIamAuthorizer()
 	pl.API = awsapigatewayv2.NewHttpApi(c, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
@@ -24,37 +43,31 @@ func (pl *Pipeline) api(c constructs.Construct, p Props) {
 	})
 	ingestInt := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("IngestIntegration"), pl.Ingest, nil)
 	queryInt := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("QueryIntegration"), pl.Query, nil)
-	routes := []struct {
-		method awsapigatewayv2.HttpMethod
-		path   string
-		target awsapigatewayv2.HttpRouteIntegration
-	}{
-		{awsapigatewayv2.HttpMethod_POST, ingest.Route, ingestInt},
-		{awsapigatewayv2.HttpMethod_GET, query.EventsRoute, queryInt},
-		{awsapigatewayv2.HttpMethod_GET, query.QuarantineRoute, queryInt},
-		{awsapigatewayv2.HttpMethod_GET, query.CountsRoute, queryInt},
-		{awsapigatewayv2.HttpMethod_GET, query.SourcesRoute, queryInt},
-	}
-	for _, r := range routes {
+	for _, r := range apiRoutes {
+		target := awsapigatewayv2.HttpRouteIntegration(queryInt)
+		if r.write {
+			target = ingestInt
+		}
 		pl.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 			Path:        jsii.String(r.path),
-			Methods:     &[]awsapigatewayv2.HttpMethod{r.method},
-			Integration: r.target,
+			Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(r.method)},
+			Integration: target,
 			Authorizer:  iam,
 		})
 	}
-	pl.stage(c, p)
+	stage := pl.stage(c, p)
+	pl.tenantRoutes(c, stage)
 }
 
 // stage is the API's one stage: throttled per route (RouteSettings), with
 // JSON access logs.
-func (pl *Pipeline) stage(c constructs.Construct, p Props) {
+func (pl *Pipeline) stage(c constructs.Construct, p Props) awsapigatewayv2.HttpStage {
 	access := awslogs.NewLogGroup(c, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
 		Retention:     retention(p.LogRetentionDays),
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
 	stage := pl.API.AddStage(jsii.String("DefaultStage"), &awsapigatewayv2.HttpStageOptions{
-		StageName:  jsii.String("$default"),
+		StageName:  jsii.String(stageName),
 		AutoDeploy: jsii.Bool(true),
 		Throttle: &awsapigatewayv2.ThrottleSettings{
 			RateLimit:  jsii.Number(float64(p.IngestRateLimit)),
@@ -68,16 +81,21 @@ func (pl *Pipeline) stage(c constructs.Construct, p Props) {
 			`"user":"$context.identity.user","requestTime":"$context.requestTime","routeKey":"$context.routeKey",` +
 			`"status":"$context.status","responseLength":"$context.responseLength","integrationError":"$context.integrationErrorMessage"}`),
 	})
-	// RouteSettings is raw JSON in the L1, so it takes CloudFormation's
-	// property names, not the Go struct's.
-	limits := func(rate, burst int) map[string]any {
-		return map[string]any{"ThrottlingRateLimit": rate, "ThrottlingBurstLimit": burst}
+	settings := map[string]interface{}{}
+	for _, r := range apiRoutes {
+		settings[r.method+" "+r.path] = p.throttle(r.write)
 	}
-	cfn.SetRouteSettings(map[string]interface{}{
-		"POST " + ingest.Route:         limits(p.IngestRateLimit, p.IngestBurstLimit),
-		"GET " + query.EventsRoute:     limits(p.QueryRateLimit, p.QueryBurstLimit),
-		"GET " + query.QuarantineRoute: limits(p.QueryRateLimit, p.QueryBurstLimit),
-		"GET " + query.CountsRoute:     limits(p.QueryRateLimit, p.QueryBurstLimit),
-		"GET " + query.SourcesRoute:    limits(p.QueryRateLimit, p.QueryBurstLimit),
-	})
+	pl.tenantRouteSettings(settings, p)
+	cfn.SetRouteSettings(settings)
+	return stage
+}
+
+// throttle is a route's RouteSettings: the ingest or the query limits.
+// RouteSettings is raw JSON in the L1, so it takes CloudFormation's
+// property names, not the Go struct's.
+func (p Props) throttle(write bool) map[string]any {
+	if write {
+		return map[string]any{"ThrottlingRateLimit": p.IngestRateLimit, "ThrottlingBurstLimit": p.IngestBurstLimit}
+	}
+	return map[string]any{"ThrottlingRateLimit": p.QueryRateLimit, "ThrottlingBurstLimit": p.QueryBurstLimit}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/constructs-go/constructs/v10"
 
+	"github.com/shardline/shardline/internal/tenant"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
@@ -37,6 +38,9 @@ const (
 	CtxArchiveExpiryDays = "shardline:archiveExpiryDays"
 	// CtxFailedBatchRetentionDays is FailedBatchRetentionDays.
 	CtxFailedBatchRetentionDays = "shardline:failedBatchRetentionDays"
+	// CtxTenants is Tenants: a JSON object, as a string or (in cdk.json)
+	// an object.
+	CtxTenants = "shardline:tenants"
 )
 
 // PropsFromContext reads Props from the construct tree's context, so users
@@ -69,6 +73,7 @@ func PropsFromContext(node constructs.Node) (Props, error) {
 	r.num(CtxFailedBatchRetentionDays, &p.FailedBatchRetentionDays)
 	r.obj(CtxShardOverrides, &p.ShardOverrides)
 	r.obj(CtxGSIShardOverrides, &p.GSIShardOverrides)
+	r.tenants(CtxTenants, &p.Tenants)
 	return p, r.err
 }
 
@@ -125,6 +130,32 @@ func (r *contextReader) opt(key string, dst **int) {
 	if r.get(key) != nil {
 		*dst = &n
 	}
+}
+
+// tenants reads the tenants' JSON object with the functions' own parser.
+func (r *contextReader) tenants(key string, dst *map[string]Tenant) {
+	v := r.get(key)
+	if v == nil {
+		return
+	}
+	cfg, err := tenant.Parse([]byte(jsonText(v)))
+	if err != nil {
+		r.err = fmt.Errorf("context %s: %w", key, err)
+		return
+	}
+	if cfg.Len() > 0 {
+		*dst = cfg.Map()
+	}
+}
+
+// jsonText is a context value that holds JSON: a string as given on the
+// command line, or re-encoded when cdk.json gives the object itself.
+func jsonText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func (r *contextReader) obj(key string, dst *map[string]int) {

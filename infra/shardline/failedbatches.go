@@ -81,18 +81,37 @@ func (pl *Pipeline) failedBatches(c constructs.Construct, p Props) {
 // which nothing the mappings need depends on.
 func (pl *Pipeline) confineGivenUp(c constructs.Construct) {
 	stack := awscdk.Stack_Of(c)
-	for _, g := range pl.givenUp {
-		own := awscdk.Fn_Join(jsii.String(""), &[]*string{pl.FailedBatches.BucketArn(), jsii.String("/" + onfailure.Prefix), g.mapping, jsii.String("/*")})
+	// One statement a function: the ingest function reads the shared
+	// stream and each tenant's, and a Deny a mapping would, together,
+	// deny it every key.
+	var fns []*givenUp
+	own := map[awslambda.Function][]*string{}
+	for i := range pl.givenUp {
+		g := &pl.givenUp[i]
+		if own[g.fn] == nil {
+			fns = append(fns, g)
+		}
+		own[g.fn] = append(own[g.fn], awscdk.Fn_Join(jsii.String(""), &[]*string{pl.FailedBatches.BucketArn(), jsii.String("/" + onfailure.Prefix), g.mapping, jsii.String("/*")}))
+		what := "the " + strings.ToLower(g.name) + " function's event source mapping: shardline redrive --" + strings.ToLower(g.name) + "-mapping"
+		if g.tenant {
+			what = "the ingest function's event source mapping from a tenant's stream: shardline redrive --ingest-mapping, a run for each mapping"
+		}
+		awscdk.NewCfnOutput(stack, jsii.String(g.name+"MappingId"), &awscdk.CfnOutputProps{Value: g.mapping, Description: jsii.String(what)})
+	}
+	for _, g := range fns {
+		sid := "Only" + g.name + "UnderItsMapping"
+		if len(own[g.fn]) > 1 {
+			sid = "Only" + g.name + "UnderItsMappings"
+		}
+		mine := own[g.fn]
 		pl.FailedBatches.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:          jsii.String("Only" + g.name + "UnderItsMapping"),
+			Sid:          jsii.String(sid),
 			Effect:       awsiam.Effect_DENY,
 			Principals:   &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
 			Actions:      jsii.Strings("s3:PutObject"),
-			NotResources: &[]*string{own},
+			NotResources: &mine,
 			Conditions:   &map[string]interface{}{"ArnEquals": map[string]interface{}{"aws:PrincipalArn": g.fn.Role().RoleArn()}},
 		}))
-		awscdk.NewCfnOutput(stack, jsii.String(g.name+"MappingId"), &awscdk.CfnOutputProps{Value: g.mapping,
-			Description: jsii.String("the " + strings.ToLower(g.name) + " function's event source mapping: shardline redrive --" + strings.ToLower(g.name) + "-mapping")})
 	}
 }
 
@@ -139,10 +158,13 @@ func eventCount() *awslambda.MetricsConfig {
 
 // givenUp is a mapping whose given-up batches are alarmed on.
 type givenUp struct {
-	name     string // Ingest, Counter, Archive
+	name     string // Ingest, Counter, Archive, Tenant<id>Ingest
 	id, what string
 	fn       awslambda.Function
 	mapping  *string // the mapping's UUID
+	// tenant: a tenant's stream's mapping, whose dropped records have an
+	// alarm of their own (givenUpAlarms).
+	tenant bool
 }
 
 // watchGivenUp records that the mapping of fn, whose UUID is mapping,
@@ -161,7 +183,8 @@ func (pl *Pipeline) givenUpAlarms(alarm func(id, what string, m awscloudwatch.IM
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
 	lost := map[string]awscloudwatch.IMetric{}
 	expr := ""
-	for i, g := range pl.givenUp {
+	i := 0
+	for _, g := range pl.givenUp {
 		esm := func(name string) awscloudwatch.Metric {
 			return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 				Namespace: jsii.String("AWS/Lambda"), MetricName: jsii.String(name),
@@ -170,6 +193,15 @@ func (pl *Pipeline) givenUpAlarms(alarm func(id, what string, m awscloudwatch.IM
 			})
 		}
 		alarm(g.id, g.what+": records are in the FailedBatches bucket; run shardline redrive", esm("OnFailureDestinationDeliveredEventCount"), 0)
+		if g.tenant {
+			// An alarm's expression takes at most 10 metrics: a tenant
+			// stream's dropped records alarm alone. The ingest function's
+			// DestinationDeliveryFailures, below, counts for every mapping
+			// of it.
+			alarm(g.name+"DroppedAlarm", g.what+" and dropped them without writing them to the FailedBatches bucket: those records are lost",
+				esm("DroppedEventCount"), 0)
+			continue
+		}
 		failures := g.fn.Metric(jsii.String("DestinationDeliveryFailures"), &awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: minute})
 		for j, m := range []awscloudwatch.IMetric{failures, esm("DroppedEventCount")} {
 			key := string(rune('a'+i)) + string(rune('0'+j))
@@ -179,6 +211,7 @@ func (pl *Pipeline) givenUpAlarms(alarm func(id, what string, m awscloudwatch.IM
 			}
 			expr += "FILL(" + key + ", 0)"
 		}
+		i++
 	}
 	if len(lost) == 0 {
 		return

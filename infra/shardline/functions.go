@@ -51,10 +51,12 @@ func (pl *Pipeline) function(c constructs.Construct, p Props, name string, memor
 }
 
 // functions declares the two functions, each with exactly the environment
-// its code reads.
+// its code reads, the tenant variables only when there are tenants.
 func (pl *Pipeline) functions(c constructs.Construct, p Props) {
-	pl.Ingest = pl.function(c, p, "Ingest", p.IngestMemoryMB, awscdk.Duration_Seconds(jsii.Number(p.IngestTimeout.Seconds())), p.ingestEnv(*pl.Table.TableName()))
-	pl.Query = pl.function(c, p, "Query", p.QueryMemoryMB, awscdk.Duration_Seconds(jsii.Number(29)), map[string]string{
+	ingestEnv := p.ingestEnv(*pl.Table.TableName())
+	pl.tenantEnv(ingestEnv, true)
+	pl.Ingest = pl.function(c, p, "Ingest", p.IngestMemoryMB, awscdk.Duration_Seconds(jsii.Number(p.IngestTimeout.Seconds())), ingestEnv)
+	queryEnv := map[string]string{
 		query.EnvTable: *pl.Table.TableName(),
 		// The key itself stays in Secrets Manager: the function reads it at
 		// cold start (see secret.go).
@@ -62,7 +64,9 @@ func (pl *Pipeline) functions(c constructs.Construct, p Props) {
 		query.EnvConcurrency:     strconv.Itoa(p.QueryConcurrency),
 		query.EnvLogLevel:        p.logLevel(),
 		query.EnvCountBuckets:    strconv.Itoa(counts.DefaultBuckets),
-	})
+	}
+	pl.tenantEnv(queryEnv, false)
+	pl.Query = pl.function(c, p, "Query", p.QueryMemoryMB, awscdk.Duration_Seconds(jsii.Number(29)), queryEnv)
 }
 
 // ingestEnv is the ingest function's environment: every variable it reads.

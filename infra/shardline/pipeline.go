@@ -19,6 +19,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/tenant"
 )
 
 // Pipeline is a deployed shardline.
@@ -46,8 +47,13 @@ type Pipeline struct {
 	Archive        awslambda.Function
 	ArchiveBucket  awss3.Bucket
 	ArchiveReaders awsiam.ManagedPolicy
+	// Tenants are each tenant's roles and stream, by name; nil without
+	// Props.Tenants. GrantTenantWrite and GrantTenantRead grant more
+	// principals one tenant's routes.
+	Tenants map[string]*TenantResources
 
-	givenUp []givenUp // the mappings whose given-up batches are alarmed on
+	givenUp      []givenUp // the mappings whose given-up batches are alarmed on
+	tenantConfig *tenant.Config
 }
 
 // NewPipeline adds a pipeline to scope. It panics on invalid props, as CDK
@@ -69,6 +75,7 @@ func NewPipeline(scope constructs.Construct, id string, props *Props) *Pipeline 
 	pl.stream(c, p)
 	pl.cursorSecret(c)
 	pl.failedBatches(c, p)
+	pl.tenants(c, p)
 	pl.functions(c, p)
 	pl.counter(c, p)
 	pl.countFold(c, p)
@@ -76,6 +83,7 @@ func NewPipeline(scope constructs.Construct, id string, props *Props) *Pipeline 
 	pl.grants(p)
 	pl.kinesis(c, p)
 	pl.api(c, p)
+	pl.tenantGrants()
 	pl.alarms(c, p)
 	pl.confineGivenUp(c)
 

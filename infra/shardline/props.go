@@ -115,6 +115,13 @@ type Props struct {
 	// ArchiveExpiryDays deletes archived objects this many days after they
 	// were written; more than RetentionDays. 0, the default, keeps them.
 	ArchiveExpiryDays int
+
+	// Tenants are the teams that share the pipeline, by name: each owns
+	// the sources that begin with its prefixes, has its own routes
+	// (/v1/tenants/<name>/...), a writer and a reader role, and with Stream
+	// its own Kinesis stream (docs/configuration.md, "Tenants"). No two
+	// tenants' prefixes may overlap. Nil or empty, the stack has none.
+	Tenants map[string]Tenant
 }
 
 // Int returns a pointer to n, for the Props fields where 0 is a setting.

@@ -9,7 +9,7 @@ import (
 
 // TestRunbookNamesEveryAlarm: docs/operations.md, which each alarm's
 // description points to, says what to do for every alarm the stack
-// declares, and names none it does not.
+// declares, with tenants or without, and names none it does not.
 func TestRunbookNamesEveryAlarm(t *testing.T) {
 	b, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
@@ -28,7 +28,11 @@ func TestRunbookNamesEveryAlarm(t *testing.T) {
 	for _, m := range regexp.MustCompile("`([A-Za-z0-9]+Alarm)`").FindAllStringSubmatch(table, -1) {
 		named = append(named, m[1])
 	}
+	// The alarms of a stack without tenants and of one with them.
 	ids := defaultSynth(t).resources("AWS::CloudWatch::Alarm")
+	for id, a := range tenantSynth(t).resources("AWS::CloudWatch::Alarm") {
+		ids[id] = a
+	}
 	for id := range ids {
 		found := false
 		for _, n := range named {

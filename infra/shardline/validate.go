@@ -22,7 +22,7 @@ func (p Props) Validate() error { return p.withDefaults().validate() }
 
 // validate checks props that have their defaults.
 func (p Props) validate() error {
-	err := errors.Join(p.checkInts(), p.checkDurations(), p.checkRecordAge(), p.checkArchive(), p.checkWords())
+	err := errors.Join(p.checkInts(), p.checkDurations(), p.checkRecordAge(), p.checkArchive(), p.checkWords(), p.checkTenants())
 	if err != nil {
 		return fmt.Errorf("shardline props: %w", err)
 	}

@@ -1,20 +1,7 @@
 // Package adapt decides when a source's write shard counts must rise, so
-// that a source that turns hot is spread over more partition keys without an
-// operator or a deploy, once, and no further than it needs.
-//
-// A Policy keeps, per source, a short window of what one writer (a Lambda
-// container) saw: what the source offered it, what its keys took, and
-// which index refused it. The writers' measures are added up
-// (shardmap.Demand), since each sees only its share of a source, and each
-// index whose keys the sum is over, now or on a steady rise, is raised to
-// carry it at bucketing.TargetUtilisation of what a key takes (ForDemand):
-// measured from what the keys took when their index refused writes,
-// DynamoDB's nominal figure until then. docs/adaptive.md has the reasoning
-// and the measurements.
-//
-// A Policy only decides. The caller records the raise in the shard record
-// (shardmap.Registry.RaiseUnlessCovered), where concurrent writers agree on
-// one step, and logs and counts it.
+// that a source that turns hot is spread over more keys without an operator,
+// once, and no further than it needs. It only decides: the caller records a
+// raise in the shard record. docs/adaptive.md has the reasoning.
 package adapt
 
 import (

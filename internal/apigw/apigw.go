@@ -57,6 +57,26 @@ type Request struct {
 	Base64       bool
 	RequestID    string
 	Received     time.Time // zero when API Gateway did not say
+	// RouteKey is the route API Gateway matched, "POST /v1/events": an
+	// HTTP API's routeKey, or a REST API's method and resource. Empty
+	// when the request did not come through a route (a hand-made
+	// invocation); "$default" is taken as empty.
+	RouteKey string
+	// PathParams are a REST API resource's path parameters.
+	PathParams map[string]string
+	// Caller is who signed the request, when IAM authorized it.
+	Caller Caller
+}
+
+// Caller is the IAM principal that signed a request
+// (requestContext.authorizer.iam, or a REST API's identity).
+type Caller struct {
+	// ARN is the caller's ARN: arn:aws:sts::<account>:assumed-role/<role>/<session>
+	// for an assumed role.
+	ARN string
+	// UserID is the caller's unique id: "AROA…:<session>" for an assumed
+	// role, whose first part is the role's unique id.
+	UserID string
 }
 
 // FromHTTP reads an HTTP API (v2) request.
@@ -69,6 +89,16 @@ func FromHTTP(req events.APIGatewayV2HTTPRequest) Request {
 		Body:      req.Body,
 		Base64:    req.IsBase64Encoded,
 		RequestID: req.RequestContext.RequestID,
+		RouteKey:  req.RouteKey,
+	}
+	if r.RouteKey == "" {
+		r.RouteKey = req.RequestContext.RouteKey
+	}
+	if r.RouteKey == "$default" {
+		r.RouteKey = ""
+	}
+	if a := req.RequestContext.Authorizer; a != nil && a.IAM != nil {
+		r.Caller = Caller{ARN: a.IAM.UserARN, UserID: a.IAM.UserID}
 	}
 	if r.Path == "" {
 		r.Path = req.RequestContext.HTTP.Path
@@ -88,6 +118,11 @@ func FromREST(req events.APIGatewayProxyRequest) Request {
 		Body:      req.Body,
 		Base64:    req.IsBase64Encoded,
 		RequestID: req.RequestContext.RequestID,
+		Caller:    Caller{ARN: req.RequestContext.Identity.UserArn, UserID: req.RequestContext.Identity.User},
+	}
+	if req.Resource != "" {
+		r.RouteKey = req.HTTPMethod + " " + req.Resource
+		r.PathParams = req.PathParameters
 	}
 	if req.RequestContext.RequestTimeEpoch > 0 {
 		r.Received = time.UnixMilli(req.RequestContext.RequestTimeEpoch).UTC()

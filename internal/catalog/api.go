@@ -28,6 +28,9 @@ type Request struct {
 	From, To time.Time
 	Limit    int
 	After    string // from the cursor: list sources bytewise after this one
+	// Prefixes, when set, list only the sources that begin with one of
+	// them (a tenant's: ListPrefixed). Not a parameter: the route says.
+	Prefixes []string
 }
 
 // Response is the answer to GET /v1/sources.
@@ -81,7 +84,7 @@ func Days(from, to time.Time) []string {
 
 // Serve answers a GET /v1/sources request.
 func Serve(ctx context.Context, c ReadAPI, table string, req Request, key []byte) (Response, Page, error) {
-	p, err := List(ctx, c, table, Days(req.From, req.To), req.After, req.Limit)
+	p, err := ListPrefixed(ctx, c, table, Days(req.From, req.To), req.Prefixes, req.After, req.Limit)
 	if err != nil {
 		return Response{}, p, err
 	}
@@ -124,7 +127,7 @@ func decodeCursor(s string, key []byte) (cursor, error) {
 	}
 	body, sum := b[:len(b)-macBytes], b[len(b)-macBytes:]
 	if !hmac.Equal(sum, mac(key, body)) {
-		return cursor{}, params.Errorf("cursor", "was altered or comes from another deployment; start again without it")
+		return cursor{}, params.Errorf("cursor", "was altered, comes from another deployment, or was issued on another route or tenant; start again without it")
 	}
 	return cursor{
 		from:  time.Unix(0, int64(binary.BigEndian.Uint64(body))).UTC(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -51,7 +52,16 @@ const concurrency = 32
 // limit sources after after, or all that are left; paging returns every
 // source once, whichever layout its entries were written in.
 func List(ctx context.Context, c ReadAPI, table string, days []string, after string, limit int) (Page, error) {
-	parts := partitions(days, limit)
+	return ListPrefixed(ctx, c, table, days, nil, after, limit)
+}
+
+// ListPrefixed is List of only the sources that begin, bytewise, with one
+// of prefixes (every source when there are none): a tenant's. Each
+// partition is read once a prefix, by a key condition that begins with
+// it, so no entry of a source outside them is read (or billed); the
+// price is a request a partition for each prefix.
+func ListPrefixed(ctx context.Context, c ReadAPI, table string, days, prefixes []string, after string, limit int) (Page, error) {
+	parts := partitions(days, roots(prefixes), after, limit)
 	var p Page
 	for len(p.Entries) < limit {
 		if err := fill(ctx, c, table, parts, after, &p); err != nil {
@@ -74,25 +84,47 @@ func List(ctx context.Context, c ReadAPI, table string, days []string, after str
 
 // part is one catalogue partition being read in order.
 type part struct {
-	day   int    // index in the days listed
-	pk    string // the partition key
-	buf   []string
-	start map[string]types.AttributeValue // where the next read starts; nil for the first
-	done  bool                            // nothing left to read
-	chunk int32                           // sources the next read asks for
+	day    int    // index in the days listed
+	pk     string // the partition key
+	prefix string // the sources read begin with it; "" for every source
+	buf    []string
+	start  map[string]types.AttributeValue // where the next read starts; nil for the first
+	done   bool                            // nothing left to read
+	chunk  int32                           // sources the next read asks for
 }
 
-// partitions lists the partitions of days. A sharded partition holds about
-// a sixteenth of a day's sources, so its first read asks for a little more
-// than a sixteenth of the page; the legacy partition held all of a day's,
-// so it asks for the page.
-func partitions(days []string, limit int) []*part {
+// partitions lists the partitions of days, once for each of prefixes (once
+// without any). A sharded partition holds about a sixteenth of a day's
+// sources, so its first read asks for a little more than a sixteenth of
+// the page; the legacy partition held all of a day's, so it asks for the
+// page. A prefix whose sources all come before after is read not at all.
+func partitions(days, prefixes []string, after string, limit int) []*part {
 	shardChunk := int32(min(limit, limit*3/(2*bucketing.CatalogShards)+8))
+	if len(prefixes) == 0 {
+		prefixes = []string{""}
+	}
 	var out []*part
 	for i, day := range days {
-		out = append(out, &part{day: i, pk: bucketing.LegacyCatalogPK(day), chunk: int32(limit)})
-		for s := range bucketing.CatalogShards {
-			out = append(out, &part{day: i, pk: bucketing.CatalogPK(day, s), chunk: shardChunk})
+		for _, p := range prefixes {
+			done := p != "" && after > p && !strings.HasPrefix(after, p)
+			out = append(out, &part{day: i, pk: bucketing.LegacyCatalogPK(day), prefix: p, chunk: int32(limit), done: done})
+			for s := range bucketing.CatalogShards {
+				out = append(out, &part{day: i, pk: bucketing.CatalogPK(day, s), prefix: p, chunk: shardChunk, done: done})
+			}
+		}
+	}
+	return out
+}
+
+// roots are prefixes sorted, without those that begin with another: its
+// sources are the other's already.
+func roots(prefixes []string) []string {
+	sorted := slices.Clone(prefixes)
+	slices.Sort(sorted)
+	var out []string
+	for _, p := range sorted {
+		if len(out) == 0 || !strings.HasPrefix(p, out[len(out)-1]) {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -188,7 +220,19 @@ func (pt *part) read(ctx context.Context, c ReadAPI, table, after string) (float
 		ExclusiveStartKey:      pt.start,
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
-	if after != "" {
+	switch {
+	case pt.prefix != "":
+		// One condition on the sort key: the prefix's; a start after
+		// after, when after is one of its sources, does the rest.
+		in.KeyConditionExpression = aws.String("#pk = :pk AND begins_with(#sk, :prefix)")
+		in.ExpressionAttributeValues[":prefix"] = &types.AttributeValueMemberS{Value: pt.prefix}
+		if in.ExclusiveStartKey == nil && after != "" && strings.HasPrefix(after, pt.prefix) {
+			in.ExclusiveStartKey = map[string]types.AttributeValue{
+				schema.PK: &types.AttributeValueMemberS{Value: pt.pk},
+				schema.SK: &types.AttributeValueMemberS{Value: after},
+			}
+		}
+	case after != "":
 		in.KeyConditionExpression = aws.String("#pk = :pk AND #sk > :after")
 		in.ExpressionAttributeValues[":after"] = &types.AttributeValueMemberS{Value: after}
 	}

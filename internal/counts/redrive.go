@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/shardline/shardline/internal/plural"
 )
 
 // RedriveStats says what Redrive did with a batch.
@@ -29,14 +31,7 @@ type AmbiguousError struct {
 func (e *AmbiguousError) Error() string {
 	return fmt.Sprintf("stream shard %s: for %d counter %s (%s) it cannot be told which of the batch's events were counted before Lambda gave up on it: "+
 		"the batch has no note of its last attempt and later batches have counted past it; those events are left uncounted (docs/counts.md, \"Batches given up on\")",
-		e.Shard, len(e.Items), plural(len(e.Items), "item", "items"), strings.Join(e.Items, ", "))
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+		e.Shard, len(e.Items), plural.Of(len(e.Items), "item", "items"), strings.Join(e.Items, ", "))
 }
 
 // Redrive counts the events of a batch of stream shard shardID that Lambda

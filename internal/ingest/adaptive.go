@@ -38,6 +38,7 @@ const watchEvery = 2 * time.Second
 // push every count it meets to the maximum.
 type watcher struct {
 	h       *Handler
+	b       *batch
 	units   []unit
 	idx     []int
 	items   []item.Item
@@ -49,15 +50,32 @@ type watcher struct {
 	stored, throttled, held []bool
 }
 
-// watch is a watcher of a write of items that begins now; nil when
+// watch is a watcher of the write of b's pass that begins now; nil when
 // adaptive sharding is off.
-func (h *Handler) watch(units []unit, idx []int, items []item.Item, inOrder bool) *watcher {
-	if h.policy == nil || len(items) == 0 {
+func (h *Handler) watch(b *batch) *watcher {
+	if h.policy == nil || len(b.items) == 0 {
 		return nil
 	}
-	return &watcher{h: h, units: units, idx: idx, items: items, inOrder: inOrder, last: h.now(),
-		stored: make([]bool, len(items)), throttled: make([]bool, len(items)), held: make([]bool, len(items))}
+	n := len(b.items)
+	return &watcher{h: h, b: b, units: b.units, idx: b.idx, items: b.items, inOrder: b.inOrder, last: h.now(),
+		stored: make([]bool, n), throttled: make([]bool, n), held: make([]bool, n)}
 }
+
+// progress is what a Kinesis shard's write shows w as it goes: the policy
+// sees what its keys took, and may raise before the write ends. Nil
+// without a watcher, and for an API request, whose write is short.
+func (w *watcher) progress(ctx context.Context) func(writer.Result) {
+	if w == nil || !w.inOrder {
+		return nil
+	}
+	return func(so writer.Result) {
+		w.observe(so, false)
+		w.h.raise(ctx, w.b)
+	}
+}
+
+// done shows the policy the whole write, res.
+func (w *watcher) done(res writer.Result) { w.observe(res, true) }
 
 // observe shows the policy what res, the write so far (or, when done, all
 // of it), shows that it has not been shown: the items stored and
@@ -69,8 +87,26 @@ func (w *watcher) observe(res writer.Result, done bool) {
 	}
 	h := w.h
 	now := h.now()
-	o := observation{h: h, now: now, today: dayNumber(now), start: dayStart(now), day: now.UTC().Format(bucketing.DayLayout),
+	o := &observation{h: h, now: now, today: dayNumber(now), start: dayStart(now), day: now.UTC().Format(bucketing.DayLayout),
 		inOrder: w.inOrder, sources: map[sourceKey]*seen{}}
+	w.tally(o, res, done)
+	w.offered = true
+	for _, s := range o.sources {
+		if s.sample.Items > 0 || s.sample.Offered > 0 || s.sample.Elsewhere > 0 {
+			s.sample.Began = w.last
+			h.policy.Observe(s.key, now, s.cur, s.sample)
+		}
+	}
+	w.last = now
+	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {
+		h.forgot.Store(sec)
+		h.policy.Forget(now)
+	}
+}
+
+// tally adds to o, source by source, what res shows of each item that the
+// policy has not been shown.
+func (w *watcher) tally(o *observation, res writer.Result, done bool) {
 	resume := resumeAt(w.units, w.idx, res)
 	for n, u := range w.idx {
 		s := o.seen(&w.units[u])
@@ -104,18 +140,6 @@ func (w *watcher) observe(res writer.Result, done bool) {
 		case done:
 			s.sample.Items++ // tried, and not stored: held back by its key's pace, or failed
 		}
-	}
-	w.offered = true
-	for _, s := range o.sources {
-		if s.sample.Items > 0 || s.sample.Offered > 0 || s.sample.Elsewhere > 0 {
-			s.sample.Began = w.last
-			h.policy.Observe(s.key, now, s.cur, s.sample)
-		}
-	}
-	w.last = now
-	if sec := now.Unix(); sec-h.forgot.Load() >= 60 {
-		h.forgot.Store(sec)
-		h.policy.Forget(now)
 	}
 }
 
@@ -163,10 +187,10 @@ type seen struct {
 // seen is the entry of u's source, or nil when u does not count: it is
 // not today's, or its source's schedule is not known.
 func (o *observation) seen(u *unit) *seen {
-	stream, at := u.placed()
-	if dayNumber(at) != o.today {
+	if u.day != o.today {
 		return nil
 	}
+	stream, _ := u.placed()
 	sk := sourceKey{source: stream.Source}
 	if o.inOrder {
 		sk.shard = u.origin.ShardID
@@ -275,7 +299,7 @@ func policyKey(source string, u unit, inOrder bool) string {
 // A raise is one conditional write to the shard record, made at most once
 // per doubling of a count, so it may sit on the hot path. A failed raise
 // is logged and left for the next batch: the events are written either way.
-func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
+func (h *Handler) raise(ctx context.Context, b *batch) {
 	if h.policy == nil {
 		return
 	}
@@ -283,9 +307,9 @@ func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 	today := dayNumber(now)
 	day := now.UTC().Format(bucketing.DayLayout)
 	done := map[bucketing.Stream]bool{}
-	for _, u := range units {
-		stream, at := u.placed()
-		if done[stream] || dayNumber(at) != today {
+	for _, u := range b.units {
+		stream, _ := u.placed()
+		if done[stream] || u.day != today {
 			continue
 		}
 		done[stream] = true
@@ -295,7 +319,7 @@ func (h *Handler) raise(ctx context.Context, units []unit, inOrder bool) {
 		}
 		cur, last := adapt.Of(shardmap.InEffect(sched, dayStart(now), now, now)), adapt.Of(sched.Last())
 		since := shardmap.Raised(sched, dayStart(now), now)
-		d, ok := h.decide(ctx, stream, day, policyKey(stream.Source, u, inOrder), now, cur, last, since)
+		d, ok := h.decide(ctx, stream, day, policyKey(stream.Source, u, b.inOrder), now, cur, last, since)
 		if !ok {
 			continue
 		}
@@ -360,20 +384,10 @@ func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key strin
 		slog.Float64("took_wcu", own.Took.Table), slog.Float64("took_gsi_wcu", own.Took.GSI), slog.Int("refused", int(own.Refused)),
 		slog.Float64("sum_wcu", sum.Table), slog.Float64("sum_gsi_wcu", sum.GSI),
 		slog.Float64("sum_took_wcu", sum.Took.Table), slog.Float64("sum_took_gsi_wcu", sum.Took.GSI), slog.Int("writers", sum.Writers))
-	if !sum.Again {
+	if !sum.ReportedBefore {
 		return adapt.Decision{}, false
 	}
 	return h.policy.ForDemand(s.Source, now, cur, last, sum.Measure, sum.Writers, own.Throttled)
-}
-
-// placed is the stream a unit is written to and the time that places it
-// in its schedule: an event's source and time, or the quarantine and when
-// the rejected record was received.
-func (u *unit) placed() (bucketing.Stream, time.Time) {
-	if u.event != nil {
-		return bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, u.event.Time
-	}
-	return bucketing.Stream{Space: bucketing.Quarantine}, u.rejected.ReceivedAt
 }
 
 // streamAttr names a stream in a log line: its source, or the quarantine.

@@ -11,6 +11,7 @@ import (
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/loglevel"
 	"github.com/shardline/shardline/internal/shardmap"
+	"github.com/shardline/shardline/internal/tenant"
 	"github.com/shardline/shardline/internal/writer"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -34,8 +35,11 @@ const (
 
 // EnvVars lists every variable above, for documentation and for the check
 // that the stack sets exactly what the function reads.
+// The tenant variables (tenant.EnvTenants, EnvStreams, EnvRoles) are set
+// only when the deployment has tenants.
 var EnvVars = []string{EnvTable, EnvShards, EnvShardOverrides, EnvGSIShards, EnvGSIOverrides, EnvShardsMax,
-	EnvQuarantineShards, EnvRetentionDays, EnvMaxEventBytes, EnvWriteConcurrency, EnvLogLevel, EnvGSICopies}
+	EnvQuarantineShards, EnvRetentionDays, EnvMaxEventBytes, EnvWriteConcurrency, EnvLogLevel, EnvGSICopies,
+	tenant.EnvTenants, tenant.EnvStreams, tenant.EnvRoles}
 
 // Defaults.
 const (
@@ -64,6 +68,10 @@ type Config struct {
 	// (shardmap.CopiesAlways, the default, or CopiesWhereItPays); each
 	// day's record keeps what was decided when it was created.
 	GSICopies shardmap.Copies
+	// Tenants are the teams that own sources (tenant.FromEnv: TENANTS,
+	// TENANT_STREAMS, TENANT_ROLES); nil or empty without tenants. A
+	// tenant's route and own stream take only its sources.
+	Tenants *tenant.Config
 }
 
 // DefaultConfig is the configuration with every default, for table.
@@ -125,6 +133,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.GSICopies, err = shardmap.ParseCopies(strings.TrimSpace(getenv(EnvGSICopies))); err != nil {
 		return c, fmt.Errorf("%s=%w", EnvGSICopies, err)
+	}
+	if c.Tenants, err = tenant.FromEnv(getenv); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -26,6 +26,10 @@ import (
 	"github.com/shardline/shardline/internal/writer"
 )
 
+// FunctionName names the ingest function in its logs and in its metrics'
+// Function dimension, which the stack's alarms select on.
+const FunctionName = "ingest"
+
 // Client is the part of the DynamoDB client the ingest function uses.
 type Client interface {
 	writer.API
@@ -38,18 +42,18 @@ var _ Client = (*dynamodb.Client)(nil)
 // Handler serves ingest invocations. Build one per container with New; it
 // is safe for concurrent use.
 type Handler struct {
-	cfg      Config
-	registry *shardmap.Registry
-	hours    *shardmap.Hours
-	writer   *writer.Writer
-	log      *slog.Logger
-	metrics  *emf.Logger
-	now      func() time.Time
-	policy   *adapt.Policy // nil when adaptive sharding is off
-	demand   *shardmap.Demand
-	writerID string       // this container, in its demand reports
-	forgot   atomic.Int64 // Unix second the policy last forgot idle sources
-	again    redeliveries // Kinesis records stored after a failed one
+	cfg         Config
+	registry    *shardmap.Registry
+	hours       *shardmap.Hours
+	writer      *writer.Writer
+	log         *slog.Logger
+	metrics     *emf.Logger
+	now         func() time.Time
+	policy      *adapt.Policy // nil when adaptive sharding is off
+	demand      *shardmap.Demand
+	writerID    string       // this container, in its demand reports
+	forgot      atomic.Int64 // Unix second the policy last forgot idle sources
+	redelivered redeliveries // Kinesis records stored after a failed one
 	// apiBudget bounds the work of an API request (deadline.API).
 	apiBudget time.Duration
 }
@@ -138,7 +142,7 @@ func (h *Handler) limits() cloudevent.Limits {
 // Gateway HTTP API (v2) request or a REST API (v1) proxy request and answers
 // each in kind.
 func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
-	return apigw.Handlers{Kinesis: h.Kinesis, HTTP: h.HTTP, REST: h.REST}.Invoke(ctx, "ingest", payload)
+	return apigw.Handlers{Kinesis: h.Kinesis, HTTP: h.HTTP, REST: h.REST}.Invoke(ctx, FunctionName, payload)
 }
 
 // report logs an invocation's outcome and writes its metrics.
@@ -150,7 +154,7 @@ func (h *Handler) report(ctx context.Context, kind string, accepted, rejected, f
 		slog.Int("rejected", rejected),
 		slog.Int("failed", failed),
 		slog.Int("retried", st.retried),
-		slog.Int("already_stored", st.again),
+		slog.Int("already_stored", st.alreadyStored),
 		slog.Int("requests", st.requests),
 		slog.Float64("wcu", st.wcu),
 		slog.Duration("duration", h.now().Sub(start)),

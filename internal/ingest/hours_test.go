@@ -13,6 +13,7 @@ import (
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
+	"github.com/shardline/shardline/testkit/simtime"
 )
 
 // hoursOf reads the hour index of source on day.
@@ -87,34 +88,37 @@ func TestHourIndexMarksEveryHourOnce(t *testing.T) {
 // TestHourMarkerFailureFailsItsEvents: an event is never stored while its
 // hour's marker is not, so a reader that skips unmarked hours misses none.
 func TestHourMarkerFailureFailsItsEvents(t *testing.T) {
-	e := newEnv(t, true, nil)
-	e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
-		if r.Op == "UpdateItem" {
-			return faultproxy.ServerError, nil
+	e := newSimEnv(t, true, nil)
+	simtime.Run(t, fixtureNow, func(t *testing.T, clk *simtime.Clock) {
+		e.on(t, clk, lag)
+		e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+			if r.Op == "UpdateItem" {
+				return faultproxy.ServerError, nil
+			}
+			return nil, nil
+		})
+		batch := kinesisBatch(eventJSON("svc", "a", fixtureNow.Add(-time.Minute)), eventJSON("svc", "b", fixtureNow.Add(-time.Minute)))
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		resp, err := e.h.Kinesis(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil, nil
+		if len(resp.BatchItemFailures) != 2 {
+			t.Fatalf("%d records reported failed, want 2", len(resp.BatchItemFailures))
+		}
+		if n := len(e.itemsIn(t, "E#")); n != 0 {
+			t.Fatalf("%d events stored without their hour marker", n)
+		}
+		e.proxy.SetRule(nil)
+		if resp, err := e.h.Kinesis(context.Background(), batch); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("retry: %v %v", err, resp.BatchItemFailures)
+		}
+		if n := len(e.itemsIn(t, "E#")); n != 2 {
+			t.Fatalf("%d events after the retry, want 2", n)
+		}
+		if got := e.hoursOf(t, "svc", bucketing.Day(fixtureNow)); !reflect.DeepEqual(got, []int{fixtureNow.Add(-time.Minute).Hour()}) {
+			t.Fatalf("hours %v", got)
+		}
 	})
-	batch := kinesisBatch(eventJSON("svc", "a", fixtureNow.Add(-time.Minute)), eventJSON("svc", "b", fixtureNow.Add(-time.Minute)))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	resp, err := e.h.Kinesis(ctx, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.BatchItemFailures) != 2 {
-		t.Fatalf("%d records reported failed, want 2", len(resp.BatchItemFailures))
-	}
-	if n := len(e.itemsIn(t, "E#")); n != 0 {
-		t.Fatalf("%d events stored without their hour marker", n)
-	}
-	e.proxy.SetRule(nil)
-	if resp, err := e.h.Kinesis(context.Background(), batch); err != nil || len(resp.BatchItemFailures) > 0 {
-		t.Fatalf("retry: %v %v", err, resp.BatchItemFailures)
-	}
-	if n := len(e.itemsIn(t, "E#")); n != 2 {
-		t.Fatalf("%d events after the retry, want 2", n)
-	}
-	if got := e.hoursOf(t, "svc", bucketing.Day(fixtureNow)); !reflect.DeepEqual(got, []int{fixtureNow.Add(-time.Minute).Hour()}) {
-		t.Fatalf("hours %v", got)
-	}
 }

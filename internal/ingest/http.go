@@ -72,11 +72,14 @@ type parsed struct {
 	rejections []Rejection
 }
 
-// api serves POST /v1/events: it checks the route, the media type and the
-// body, reads the events, stores them and answers.
+// api serves POST /v1/events and a tenant's POST route: it checks the
+// route, the media type and the body, reads the events (on a tenant's
+// route, refusing the request whole if one is not the tenant's), stores
+// them and answers.
 func (h *Handler) api(ctx context.Context, r apigw.Request) apigw.Response {
 	start := h.now()
-	if refused := checkRoute(r); refused != nil {
+	name, refused := h.checkRoute(ctx, r)
+	if refused != nil {
 		return *refused
 	}
 	mode, refused := contentMode(r)
@@ -91,11 +94,17 @@ func (h *Handler) api(ctx context.Context, r apigw.Request) apigw.Response {
 		return *refused
 	}
 	req := h.newAPIRequest(r)
+	req.origin.Tenant = name
 	var p parsed
 	if mode == binary {
 		p = h.parseBinary(r.Headers, body, req)
 	} else if p, refused = h.parseEvents(body, mode == batched, req); refused != nil {
 		return *refused
+	}
+	if name != "" {
+		if refused := h.checkSources(ctx, r, name, p); refused != nil {
+			return *refused
+		}
 	}
 	// API Gateway stops waiting APILimit after it received the request,
 	// however long the function may run: stop writing before then.

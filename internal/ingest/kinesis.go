@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/tenant"
 )
 
 // Kinesis ingests a batch of Kinesis records. Each record's data is one
@@ -39,15 +41,16 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 	start := h.now()
 	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()
-	units := h.kinesisUnits(ev.Records, h.now())
-	known, again := h.again.known(ev.Records, start)
-	if again > 0 {
+	units, refused := h.kinesisUnits(ev.Records, h.now())
+	h.reportStreamRefusals(ctx, ev.Records, refused)
+	known, alreadyStored := h.redelivered.known(ev.Records, start)
+	if alreadyStored > 0 {
 		for n := range units {
 			units[n].known = known[units[n].group]
 		}
 	}
 	outcomes, st := h.store(ctx, units, true)
-	st.again = again
+	st.alreadyStored = alreadyStored
 	done := make([]bool, len(ev.Records))
 	for i := range done {
 		done[i] = true
@@ -71,17 +74,21 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: ev.Records[i].Kinesis.SequenceNumber})
 		}
 	}
-	if failed > 0 || again > 0 {
-		h.again.remember(ev.Records, done, h.now())
+	if failed > 0 || alreadyStored > 0 {
+		h.redelivered.remember(ev.Records, done, h.now())
 	}
 	h.report(ctx, "kinesis", accepted, rejected, failed, st, start)
 	return resp, nil
 }
 
 // kinesisUnits reads the records into units to store, each unit's group the
-// index of its record: its events, and what must be quarantined.
-func (h *Handler) kinesisUnits(recs []events.KinesisEventRecord, now time.Time) []unit {
-	units := make([]unit, 0, len(recs))
+// index of its record: its events, and what must be quarantined. A record
+// read from a tenant's own stream (tenant.Config.StreamOwner) is the
+// tenant's: its origin names the tenant, and an event of it whose source
+// is not the tenant's is quarantined with a reason beginning
+// tenant.ReasonPrefix, never stored. refused counts those events.
+func (h *Handler) kinesisUnits(recs []events.KinesisEventRecord, now time.Time) (units []unit, refused int) {
+	units = make([]unit, 0, len(recs))
 	evs := make([]cloudevent.Event, 0, len(recs)) // one allocation for the usual one event a record
 	var split splitter
 	for i, rec := range recs {
@@ -96,6 +103,8 @@ func (h *Handler) kinesisUnits(recs []events.KinesisEventRecord, now time.Time) 
 			ShardID:        shardID(rec.EventID),
 			SequenceNumber: rec.Kinesis.SequenceNumber,
 		}
+		owner, owned := h.cfg.Tenants.StreamOwner(rec.EventSourceArn)
+		origin.Tenant = owner
 		parts, reason := split.kinesis(rec.Kinesis.Data)
 		if reason != "" {
 			units = append(units, rejectedUnit(i, rec.Kinesis.Data, reason, origin, arrival))
@@ -119,12 +128,31 @@ func (h *Handler) kinesisUnits(recs []events.KinesisEventRecord, now time.Time) 
 					units = append(units, rejectedUnit(i, raw, err.Error(), o, arrival))
 					continue
 				}
+				if owned && !h.cfg.Tenants.Owns(owner, e.Source) {
+					units = append(units, rejectedUnit(i, raw, tenant.ReasonPrefix+tenant.NotOwned(owner, e.Source), o, arrival))
+					refused++
+					continue
+				}
 				evs = append(evs, e) // a pointer into a grown slice stays valid: events are not changed after parsing
 				units = append(units, unit{group: i, event: &evs[len(evs)-1], origin: o, received: arrival})
 			}
 		}
 	}
-	return units
+	return units, refused
+}
+
+// reportStreamRefusals reports the events of a tenant's stream that were
+// not the tenant's, once for the batch (Lambda reads one stream a
+// batch): a stream's record names no caller, so the log names the
+// stream.
+func (h *Handler) reportStreamRefusals(ctx context.Context, recs []events.KinesisEventRecord, refused int) {
+	if refused == 0 {
+		return
+	}
+	arn := recs[0].EventSourceArn
+	owner, _ := h.cfg.Tenants.StreamOwner(arn)
+	tenant.Report(ctx, h.log, h.metrics, h.now(), tenant.Refusal{Tenant: owner, Route: arn, Count: refused,
+		Reason: fmt.Sprintf("%d events on tenant %s's own stream are not the tenant's: quarantined with reasons beginning %q", refused, owner, tenant.ReasonPrefix)})
 }
 
 // shardID takes the shard from a Kinesis event ID,

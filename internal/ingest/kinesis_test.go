@@ -16,7 +16,6 @@ import (
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/simtime"
-	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // TestKinesisStoresAllAndRetryLeavesSameItems: 1,000 events over several
@@ -234,67 +233,71 @@ func TestMalformedRecordsQuarantined(t *testing.T) {
 // unprocessed are reported by their record's sequence number once the
 // deadline nears; the rest of the batch is stored and not reported.
 func TestTransientFailuresReportedBySequence(t *testing.T) {
-	e := newEnv(t, true, nil)
-	e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
-		return nil, faultproxy.PKHasPrefix("E#flaky#")
+	e := newSimEnv(t, true, nil)
+	simtime.Run(t, fixtureNow, func(t *testing.T, clk *simtime.Clock) {
+		e.on(t, clk, lag)
+		e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+			return nil, faultproxy.PKHasPrefix("E#flaky#")
+		})
+		var payloads [][]byte
+		wantFailed := map[string]bool{}
+		for i := range 60 {
+			src := "steady"
+			if i%7 == 3 {
+				src = "flaky"
+			}
+			payloads = append(payloads, eventJSON(src, fmt.Sprintf("e-%d", i), fixtureNow.Add(-time.Minute)))
+		}
+		batch := kinesisBatch(payloads...)
+		for i, r := range batch.Records {
+			if i%7 == 3 {
+				wantFailed[r.Kinesis.SequenceNumber] = true
+			}
+		}
+		// The deadline must come (the flaky events are held until it does) but
+		// not before the steady ones are stored. On the virtual clock a busy
+		// machine cannot make it come sooner: on the wall, 1.5 s and then
+		// 4 s were too short for a loaded CI machine.
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+		defer cancel()
+		resp, err := e.h.Kinesis(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the handler returned after its deadline")
+		}
+		got := failedSeqs(resp)
+		if len(got) != len(wantFailed) {
+			t.Fatalf("reported %d failures, want %d", len(got), len(wantFailed))
+		}
+		for seq := range wantFailed {
+			if !got[seq] {
+				t.Errorf("record %s not reported", seq)
+			}
+		}
+		if n := len(e.itemsIn(t, "E#steady#")); n != 60-len(wantFailed) {
+			t.Fatalf("%d steady events stored, want %d", n, 60-len(wantFailed))
+		}
+		if e.proxy.Held.Load() < int64(2*len(wantFailed)) {
+			t.Fatalf("held items were not retried: %d holds", e.proxy.Held.Load())
+		}
+		// Once DynamoDB recovers, Lambda's retry of the reported records stores them.
+		e.proxy.SetRule(nil)
+		var retry events.KinesisEvent
+		for _, r := range batch.Records {
+			if got[r.Kinesis.SequenceNumber] {
+				retry.Records = append(retry.Records, r)
+			}
+		}
+		resp, err = e.h.Kinesis(context.Background(), retry)
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("retry: %v, %v", err, resp.BatchItemFailures)
+		}
+		if n := len(e.itemsIn(t, "E#")); n != 60 {
+			t.Fatalf("%d events after the retry, want 60", n)
+		}
 	})
-	var payloads [][]byte
-	wantFailed := map[string]bool{}
-	for i := range 60 {
-		src := "steady"
-		if i%7 == 3 {
-			src = "flaky"
-		}
-		payloads = append(payloads, eventJSON(src, fmt.Sprintf("e-%d", i), fixtureNow.Add(-time.Minute)))
-	}
-	batch := kinesisBatch(payloads...)
-	for i, r := range batch.Records {
-		if i%7 == 3 {
-			wantFailed[r.Kinesis.SequenceNumber] = true
-		}
-	}
-	// The deadline must come (the flaky events are held until it does) but
-	// not before the steady ones are stored: 1.5 s was too short for a
-	// loaded CI machine under the race detector.
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
-	defer cancel()
-	resp, err := e.h.Kinesis(ctx, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("the handler returned after its deadline")
-	}
-	got := failedSeqs(resp)
-	if len(got) != len(wantFailed) {
-		t.Fatalf("reported %d failures, want %d", len(got), len(wantFailed))
-	}
-	for seq := range wantFailed {
-		if !got[seq] {
-			t.Errorf("record %s not reported", seq)
-		}
-	}
-	if n := len(e.itemsIn(t, "E#steady#")); n != 60-len(wantFailed) {
-		t.Fatalf("%d steady events stored, want %d", n, 60-len(wantFailed))
-	}
-	if e.proxy.Held.Load() < int64(2*len(wantFailed)) {
-		t.Fatalf("held items were not retried: %d holds", e.proxy.Held.Load())
-	}
-	// Once DynamoDB recovers, Lambda's retry of the reported records stores them.
-	e.proxy.SetRule(nil)
-	var retry events.KinesisEvent
-	for _, r := range batch.Records {
-		if got[r.Kinesis.SequenceNumber] {
-			retry.Records = append(retry.Records, r)
-		}
-	}
-	resp, err = e.h.Kinesis(context.Background(), retry)
-	if err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("retry: %v, %v", err, resp.BatchItemFailures)
-	}
-	if n := len(e.itemsIn(t, "E#")); n != 60 {
-		t.Fatalf("%d events after the retry, want 60", n)
-	}
 }
 
 // TestRedeliveryWritesOnlyWhatFailed: Lambda delivers a shard again from
@@ -302,86 +305,89 @@ func TestTransientFailuresReportedBySequence(t *testing.T) {
 // warm container does not write those again: on a throttled key that
 // capacity is what the backlog needs.
 func TestRedeliveryWritesOnlyWhatFailed(t *testing.T) {
-	e := newEnv(t, true, nil)
-	// The distinct event items sent to DynamoDB: an SDK retry of a slow
-	// request (the race detector, a busy machine) sends an item again, and
-	// that is not the handler writing it again.
-	var (
-		mu   sync.Mutex
-		sent = map[string]bool{}
-	)
-	count := func(hold faultproxy.Hold) faultproxy.Rule {
-		return func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
-			return nil, func(it map[string]json.RawMessage) bool {
-				if faultproxy.PKHasPrefix("E#")(it) {
-					mu.Lock()
-					sent[string(it[schema.PK])+string(it[schema.SK])] = true
-					mu.Unlock()
+	e := newSimEnv(t, true, nil)
+	simtime.Run(t, fixtureNow, func(t *testing.T, clk *simtime.Clock) {
+		e.on(t, clk, lag)
+		// The distinct event items sent to DynamoDB: an SDK retry of a slow
+		// request (the race detector, a busy machine) sends an item again, and
+		// that is not the handler writing it again.
+		var (
+			mu   sync.Mutex
+			sent = map[string]bool{}
+		)
+		count := func(hold faultproxy.Hold) faultproxy.Rule {
+			return func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+				return nil, func(it map[string]json.RawMessage) bool {
+					if faultproxy.PKHasPrefix("E#")(it) {
+						mu.Lock()
+						sent[string(it[schema.PK])+string(it[schema.SK])] = true
+						mu.Unlock()
+					}
+					return hold != nil && hold(it)
 				}
-				return hold != nil && hold(it)
 			}
 		}
-	}
-	distinct := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := len(sent)
-		clear(sent)
-		return n
-	}
-	e.proxy.SetRule(count(faultproxy.PKHasPrefix("E#flaky#")))
-	var payloads [][]byte
-	for i := range 30 {
-		src := "steady"
-		if i == 10 {
-			src = "flaky"
+		distinct := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			n := len(sent)
+			clear(sent)
+			return n
 		}
-		payloads = append(payloads, eventJSON(src, fmt.Sprintf("e-%d", i), fixtureNow.Add(-time.Minute)))
-	}
-	batch := kinesisBatch(payloads...)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	resp, err := e.h.Kinesis(ctx, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := failedSeqs(resp); len(got) != 1 || !got[batch.Records[10].Kinesis.SequenceNumber] {
-		t.Fatalf("failures %v, want record 10's alone", got)
-	}
+		e.proxy.SetRule(count(faultproxy.PKHasPrefix("E#flaky#")))
+		var payloads [][]byte
+		for i := range 30 {
+			src := "steady"
+			if i == 10 {
+				src = "flaky"
+			}
+			payloads = append(payloads, eventJSON(src, fmt.Sprintf("e-%d", i), fixtureNow.Add(-time.Minute)))
+		}
+		batch := kinesisBatch(payloads...)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		resp, err := e.h.Kinesis(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := failedSeqs(resp); len(got) != 1 || !got[batch.Records[10].Kinesis.SequenceNumber] {
+			t.Fatalf("failures %v, want record 10's alone", got)
+		}
 
-	// Lambda's next batch of the shard starts at the failed record.
-	e.proxy.SetRule(count(nil))
-	distinct()
-	again := events.KinesisEvent{Records: batch.Records[10:]}
-	resp, err = e.h.Kinesis(context.Background(), again)
-	if err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("redelivery: %v, %v", err, resp.BatchItemFailures)
-	}
-	if n := distinct(); n != 1 {
-		t.Errorf("the redelivery sent %d event items, want 1: the failed record's", n)
-	}
-	if n := len(e.itemsIn(t, "E#")); n != 30 {
-		t.Fatalf("%d events stored, want 30", n)
-	}
+		// Lambda's next batch of the shard starts at the failed record.
+		e.proxy.SetRule(count(nil))
+		distinct()
+		again := events.KinesisEvent{Records: batch.Records[10:]}
+		resp, err = e.h.Kinesis(context.Background(), again)
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("redelivery: %v, %v", err, resp.BatchItemFailures)
+		}
+		if n := distinct(); n != 1 {
+			t.Errorf("the redelivery sent %d event items, want 1: the failed record's", n)
+		}
+		if n := len(e.itemsIn(t, "E#")); n != 30 {
+			t.Fatalf("%d events stored, want 30", n)
+		}
 
-	// A container that has not seen the shard writes them all again,
-	// harmlessly; and a batch without failure leaves nothing to remember.
-	cold := New(e.cfg, testddb.Client(t, e.via), Options{Now: func() time.Time { return fixtureNow }})
-	if resp, err := cold.Kinesis(context.Background(), again); err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("cold redelivery: %v, %v", err, resp.BatchItemFailures)
-	}
-	if n := distinct(); n != 20 {
-		t.Errorf("a cold container sent %d event items, want 20", n)
-	}
-	if n := len(e.itemsIn(t, "E#")); n != 30 {
-		t.Fatalf("%d events stored after the cold redelivery, want 30", n)
-	}
-	if resp, err := e.h.Kinesis(context.Background(), again); err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("third delivery: %v, %v", err, resp.BatchItemFailures)
-	}
-	if n := distinct(); n != 20 {
-		t.Errorf("after a batch without failure the warm container sent %d event items, want 20: it must not trust an old memory", n)
-	}
+		// A container that has not seen the shard writes them all again,
+		// harmlessly; and a batch without failure leaves nothing to remember.
+		cold := New(e.cfg, clk.Client(e.via, lag), Options{Now: clk.Now})
+		if resp, err := cold.Kinesis(context.Background(), again); err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("cold redelivery: %v, %v", err, resp.BatchItemFailures)
+		}
+		if n := distinct(); n != 20 {
+			t.Errorf("a cold container sent %d event items, want 20", n)
+		}
+		if n := len(e.itemsIn(t, "E#")); n != 30 {
+			t.Fatalf("%d events stored after the cold redelivery, want 30", n)
+		}
+		if resp, err := e.h.Kinesis(context.Background(), again); err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("third delivery: %v, %v", err, resp.BatchItemFailures)
+		}
+		if n := distinct(); n != 20 {
+			t.Errorf("after a batch without failure the warm container sent %d event items, want 20: it must not trust an old memory", n)
+		}
+	})
 }
 
 // TestThrottlingRetriedUntilStored: throttled and failing requests are

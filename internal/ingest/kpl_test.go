@@ -18,6 +18,7 @@ import (
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/kpltest"
+	"github.com/shardline/shardline/testkit/simtime"
 )
 
 // kplWant is what a batch of aggregates must leave in the table: each event
@@ -209,66 +210,69 @@ func TestKPLCorruptAggregatesQuarantinedWhole(t *testing.T) {
 // way, and nothing else is; Lambda's redelivery of the reported records
 // then stores the rest, and every event is stored exactly once.
 func TestKPLTransientFailureReportsTheParentOnce(t *testing.T) {
-	e := newEnv(t, true, nil)
-	e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
-		return nil, faultproxy.PKHasPrefix("E#flaky#")
+	e := newSimEnv(t, true, nil)
+	simtime.Run(t, fixtureNow, func(t *testing.T, clk *simtime.Clock) {
+		e.on(t, clk, lag)
+		e.proxy.SetRule(func(r faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+			return nil, faultproxy.PKHasPrefix("E#flaky#")
+		})
+		w := newKPLWant()
+		event := func(src, id string) []byte {
+			w.events[[2]string{src, id}] = true
+			return eventJSON(src, id, fixtureNow.Add(-time.Minute))
+		}
+		mixed := make([]kpltest.Record, 500) // every seventh sub-record of a flaky source, one an array
+		steady := make([]kpltest.Record, 50)
+		for k := range mixed {
+			src := "steady"
+			if k%7 == 3 {
+				src = "flaky"
+			}
+			mixed[k] = kpltest.Record{PartitionKey: src}
+			if k == 10 {
+				mixed[k].Data = []byte("[" + string(event("steady", "m-10a")) + "," + string(event("flaky", "m-10b")) + "]")
+			} else {
+				mixed[k].Data = event(src, fmt.Sprintf("m-%d", k))
+			}
+		}
+		for k := range steady {
+			steady[k] = kpltest.Record{PartitionKey: "steady", Data: event("steady", fmt.Sprintf("s-%d", k))}
+		}
+		batch := kinesisBatch(event("steady", "plain-1"), kpltest.Aggregate(mixed), kpltest.Aggregate(steady), event("flaky", "plain-2"))
+		wantFailed := []string{batch.Records[1].Kinesis.SequenceNumber, batch.Records[3].Kinesis.SequenceNumber}
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second) // as TestTransientFailuresReportedBySequence
+		defer cancel()
+		resp, err := e.h.Kinesis(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the handler returned after its deadline")
+		}
+		var got []string
+		for _, f := range resp.BatchItemFailures {
+			got = append(got, f.ItemIdentifier)
+		}
+		if strings.Join(got, ",") != strings.Join(wantFailed, ",") {
+			t.Fatalf("reported %v, want the aggregate and the plain record once each: %v", got, wantFailed)
+		}
+		steadyEvents := 0
+		for k := range w.events {
+			if k[0] == "steady" {
+				steadyEvents++
+			}
+		}
+		if n := len(e.itemsIn(t, "E#steady#")); n != steadyEvents {
+			t.Fatalf("%d steady events stored before the redelivery, want %d", n, steadyEvents)
+		}
+		e.proxy.SetRule(nil)
+		retry := events.KinesisEvent{Records: []events.KinesisEventRecord{batch.Records[1], batch.Records[3]}}
+		resp, err = e.h.Kinesis(context.Background(), retry)
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("redelivery: %v, %v", err, resp.BatchItemFailures)
+		}
+		e.assertExactlyOnce(t, w.events, 0)
 	})
-	w := newKPLWant()
-	event := func(src, id string) []byte {
-		w.events[[2]string{src, id}] = true
-		return eventJSON(src, id, fixtureNow.Add(-time.Minute))
-	}
-	mixed := make([]kpltest.Record, 500) // every seventh sub-record of a flaky source, one an array
-	steady := make([]kpltest.Record, 50)
-	for k := range mixed {
-		src := "steady"
-		if k%7 == 3 {
-			src = "flaky"
-		}
-		mixed[k] = kpltest.Record{PartitionKey: src}
-		if k == 10 {
-			mixed[k].Data = []byte("[" + string(event("steady", "m-10a")) + "," + string(event("flaky", "m-10b")) + "]")
-		} else {
-			mixed[k].Data = event(src, fmt.Sprintf("m-%d", k))
-		}
-	}
-	for k := range steady {
-		steady[k] = kpltest.Record{PartitionKey: "steady", Data: event("steady", fmt.Sprintf("s-%d", k))}
-	}
-	batch := kinesisBatch(event("steady", "plain-1"), kpltest.Aggregate(mixed), kpltest.Aggregate(steady), event("flaky", "plain-2"))
-	wantFailed := []string{batch.Records[1].Kinesis.SequenceNumber, batch.Records[3].Kinesis.SequenceNumber}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second) // as TestTransientFailuresReportedBySequence
-	defer cancel()
-	resp, err := e.h.Kinesis(ctx, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ctx.Err() != nil {
-		t.Fatal("the handler returned after its deadline")
-	}
-	var got []string
-	for _, f := range resp.BatchItemFailures {
-		got = append(got, f.ItemIdentifier)
-	}
-	if strings.Join(got, ",") != strings.Join(wantFailed, ",") {
-		t.Fatalf("reported %v, want the aggregate and the plain record once each: %v", got, wantFailed)
-	}
-	steadyEvents := 0
-	for k := range w.events {
-		if k[0] == "steady" {
-			steadyEvents++
-		}
-	}
-	if n := len(e.itemsIn(t, "E#steady#")); n != steadyEvents {
-		t.Fatalf("%d steady events stored before the redelivery, want %d", n, steadyEvents)
-	}
-	e.proxy.SetRule(nil)
-	retry := events.KinesisEvent{Records: []events.KinesisEventRecord{batch.Records[1], batch.Records[3]}}
-	resp, err = e.h.Kinesis(context.Background(), retry)
-	if err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("redelivery: %v, %v", err, resp.BatchItemFailures)
-	}
-	e.assertExactlyOnce(t, w.events, 0)
 }
 
 // TestKPLAwslabsFixture runs a Kinesis event whose aggregates the awslabs

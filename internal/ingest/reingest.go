@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/shardline/shardline/internal/cloudevent"
+	"github.com/shardline/shardline/internal/echo"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/tenant"
 	"github.com/shardline/shardline/internal/writer"
 )
 
@@ -100,6 +102,9 @@ func (h *Handler) recheck(rec Quarantined, now time.Time) (evs []cloudevent.Even
 		if err != nil {
 			return nil, nil, []string{err.Error()}
 		}
+		if why := h.notTenants(rec, e); why != "" {
+			return nil, nil, []string{why}
+		}
 		return []cloudevent.Event{e}, []string{"event"}, nil
 	}
 	field := kinesisField
@@ -136,11 +141,41 @@ func (h *Handler) recheck(rec Quarantined, now time.Time) (evs []cloudevent.Even
 				invalid = append(invalid, prefix+msg)
 				continue
 			}
+			if why := h.notTenants(rec, e); why != "" {
+				if p.array {
+					why = name + ": " + why
+				}
+				invalid = append(invalid, prefix+why)
+				continue
+			}
 			evs = append(evs, e)
 			names = append(names, prefix+name)
 		}
 	}
 	return evs, names, invalid
+}
+
+// notTenants says why e, of the quarantined record rec, is refused for
+// its tenant, or "" when it is not: a record that arrived on a tenant's
+// route or own stream (its origin names the tenant, or its stream is the
+// tenant's) is checked again as ingest checks it, and one whose tenant
+// this configuration does not know stays refused.
+func (h *Handler) notTenants(rec Quarantined, e cloudevent.Event) string {
+	name := rec.Origin.Tenant
+	if name == "" {
+		name, _ = h.cfg.Tenants.StreamOwner(rec.Origin.StreamARN)
+	}
+	if name == "" {
+		return ""
+	}
+	if _, ok := h.cfg.Tenants.Tenant(name); !ok {
+		return tenant.ReasonPrefix + fmt.Sprintf("the record arrived for tenant %s, which this configuration does not declare; "+
+			"set %s (and %s) as the stack sets them for the ingest function", echo.Quote(name), tenant.EnvTenants, tenant.EnvStreams)
+	}
+	if !h.cfg.Tenants.Owns(name, e.Source) {
+		return tenant.ReasonPrefix + tenant.NotOwned(name, e.Source)
+	}
+	return ""
 }
 
 // requestFraming: the record came in an API request and was refused for
@@ -175,16 +210,13 @@ func (h *Handler) restore(ctx context.Context, units []unit, labels []string, ou
 	if len(units) == 0 {
 		return st
 	}
-	todo := make([]int, len(units))
-	for i := range units {
-		todo[i] = i
-	}
-	items, idx, err := h.items(ctx, units, todo)
+	b := newBatch(units, false)
+	err := h.build(ctx, b, b.all())
 	st.firstErr = err
-	res := h.writer.Write(ctx, items)
+	res := h.writer.Write(ctx, b.items)
 	st.requests, st.retried, st.wcu = res.Requests, res.Retried, res.WCU
 	written := make([]bool, len(units))
-	for n, u := range idx {
+	for n, u := range b.idx {
 		written[u] = true
 		r := &out[units[u].group]
 		switch res.Status[n] {

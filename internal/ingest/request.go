@@ -1,7 +1,10 @@
 package ingest
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"mime"
 	"net/http"
 	"strings"
@@ -9,21 +12,86 @@ import (
 	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/echo"
+	"github.com/shardline/shardline/internal/tenant"
 )
 
-// checkRoute refuses anything but POST on Route.
-func checkRoute(r apigw.Request) *apigw.Response {
-	if !strings.HasSuffix(strings.TrimRight(r.Path, "/"), Route) {
+// checkRoute refuses anything but POST on Route or on a tenant's events
+// route, told apart by the route key (apigw.Request.Route), and returns
+// the tenant a tenant's route names ("" on Route). An unknown tenant is a
+// 404, and a caller that is another of the stack's tenant roles a 403
+// (tenant.Config.CallerMay); both are reported as refusals.
+func (h *Handler) checkRoute(ctx context.Context, r apigw.Request) (string, *apigw.Response) {
+	rt := r.Route()
+	if !rt.Is(Route) {
 		resp := apigw.Error(http.StatusNotFound, "no route %s %s; events are sent with POST %s",
 			echo.Cut(r.Method, echo.MaxQuoted), echo.Cut(r.Path, echo.MaxQuoted), Route)
-		return &resp
+		return "", &resp
+	}
+	if rt.Tenanted {
+		if _, ok := h.cfg.Tenants.Tenant(rt.Tenant); !ok {
+			resp := h.refuse(ctx, r, rt.Tenant, http.StatusNotFound, fmt.Sprintf("no tenant %s: the tenants' events are sent with POST %s<tenant>/events, "+
+				"for a tenant this deployment declares", echo.Quote(rt.Tenant), apigw.TenantsPath))
+			return "", &resp
+		}
 	}
 	if r.Method != http.MethodPost {
-		resp := apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed on %s; use POST", echo.Cut(r.Method, echo.MaxQuoted), Route).
+		where := Route
+		if rt.Tenanted {
+			where = echo.Cut(rt.Path, 2*echo.MaxQuoted)
+		}
+		resp := apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed on %s; use POST", echo.Cut(r.Method, echo.MaxQuoted), where).
 			With("Allow", http.MethodPost)
-		return &resp
+		return "", &resp
+	}
+	if rt.Tenanted && !h.cfg.Tenants.CallerMay(rt.Tenant, r.Caller.UserID, true) {
+		resp := h.refuse(ctx, r, rt.Tenant, http.StatusForbidden, fmt.Sprintf("caller %s is not tenant %s's writer role; "+
+			"send tenant %s's events as its writer role", echo.Quote(r.Caller.ARN), rt.Tenant, rt.Tenant))
+		return "", &resp
+	}
+	return rt.Tenant, nil
+}
+
+// checkSources refuses, with a 403 naming the first, a request to
+// tenant's route holding an event whose source is not the tenant's: a
+// valid event's, or an invalid one's when its source can be read. Nothing
+// of the request is then stored or quarantined.
+func (h *Handler) checkSources(ctx context.Context, r apigw.Request, name string, p parsed) *apigw.Response {
+	for _, u := range p.units {
+		src, ok := "", false
+		if u.event != nil {
+			src, ok = u.event.Source, true
+		} else if u.rejected != nil {
+			src, ok = rawSource(u.rejected.Raw)
+		}
+		if ok && !h.cfg.Tenants.Owns(name, src) {
+			resp := h.refuse(ctx, r, name, http.StatusForbidden, tenant.NotOwned(name, src))
+			return &resp
+		}
 	}
 	return nil
+}
+
+// rawSource reads the source of an event that could not be parsed whole,
+// when it has one as a string.
+func rawSource(raw []byte) (string, bool) {
+	var probe struct {
+		Source *string `json:"source"`
+	}
+	if json.Unmarshal(raw, &probe) != nil || probe.Source == nil {
+		return "", false
+	}
+	return *probe.Source, true
+}
+
+// refuse reports a refusal of a tenant's request (tenant.Report) and is
+// its answer, status with msg.
+func (h *Handler) refuse(ctx context.Context, r apigw.Request, name string, status int, msg string) apigw.Response {
+	route := r.RouteKey
+	if route == "" {
+		route = r.Method + " " + r.Path
+	}
+	tenant.Report(ctx, h.log, h.metrics, h.now(), tenant.Refusal{Tenant: name, Route: route, Caller: r.Caller.ARN, Reason: msg})
+	return apigw.Error(status, "%s", msg)
 }
 
 // mode is how a request carries its events (CloudEvents HTTP protocol

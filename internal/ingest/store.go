@@ -29,6 +29,37 @@ type unit struct {
 	// written again, but adaptive sharding still sees it, as it sees
 	// every record of the batch.
 	known bool
+	day   int64 // the day number of its placement, set by place
+}
+
+// placed is where u is written: its stream and the time that places it in
+// the stream's schedule (an event's source and time, or the quarantine and
+// when the rejected record was received).
+func (u *unit) placed() (bucketing.Stream, time.Time) {
+	if u.event != nil {
+		return bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, u.event.Time
+	}
+	return bucketing.Stream{Space: bucketing.Quarantine}, u.rejected.ReceivedAt
+}
+
+// place sets u's day, the one date computation a unit needs (placed
+// itself is a few field reads).
+func (u *unit) place() {
+	_, at := u.placed()
+	u.day = dayNumber(at)
+}
+
+// quarantine turns u's event, which DynamoDB refused, into a rejected
+// record with the refusal as its reason, placed in the quarantine.
+func (u *unit) quarantine(refusal error) {
+	u.rejected = &item.Rejected{
+		ReceivedAt: u.received,
+		Reason:     fmt.Sprintf("event: storage refused it: %v", refusal),
+		Raw:        []byte(u.event.JSON),
+		Origin:     u.origin,
+	}
+	u.event = nil
+	u.place()
 }
 
 // rejectedUnit is the unit of a record that cannot be ingested.
@@ -48,11 +79,38 @@ const (
 
 // storeStats sums up a store call, for logs and metrics.
 type storeStats struct {
-	requests int
-	retried  int
-	wcu      float64
-	firstErr error
-	again    int // Kinesis records known stored in an earlier batch, not written again
+	requests      int
+	retried       int
+	wcu           float64
+	firstErr      error
+	alreadyStored int // Kinesis records known stored in an earlier batch, not written again
+}
+
+// batch is what one store call writes: its units, what became of each,
+// and the pass under way, whose items[n] is the item of units[idx[n]].
+type batch struct {
+	units   []unit
+	inOrder bool // the units are a Kinesis shard's records, in order
+	out     []outcome
+	items   []item.Item
+	idx     []int
+}
+
+// newBatch is a batch of units, each placed (unit.place).
+func newBatch(units []unit, inOrder bool) *batch {
+	for i := range units {
+		units[i].place()
+	}
+	return &batch{units: units, inOrder: inOrder, out: make([]outcome, len(units))}
+}
+
+// all is every unit's index: a first pass's todo.
+func (b *batch) all() []int {
+	todo := make([]int, len(b.units))
+	for i := range todo {
+		todo[i] = i
+	}
+	return todo
 }
 
 // store writes units: events under their keys, rejected records in the
@@ -62,58 +120,53 @@ type storeStats struct {
 // later record again: retries then go to the earliest units first
 // (writer.WriteInOrder).
 func (h *Handler) store(ctx context.Context, units []unit, inOrder bool) ([]outcome, storeStats) {
-	out := make([]outcome, len(units))
+	b := newBatch(units, inOrder)
 	var st storeStats
-	todo := make([]int, len(units))
-	for i := range units {
-		todo[i] = i
-	}
-	h.raise(ctx, units, inOrder)
+	h.raise(ctx, b)
+	todo := b.all()
 	for pass := 0; pass < 2 && len(todo) > 0; pass++ {
-		items, idx, err := h.items(ctx, units, todo)
-		if err != nil && st.firstErr == nil {
+		if err := h.build(ctx, b, todo); err != nil && st.firstErr == nil {
 			st.firstErr = err
 		}
 		var w *watcher
 		if pass == 0 {
-			w = h.watch(units, idx, items, inOrder)
+			w = h.watch(b)
 		}
-		res := writeUnknown(ctx, h.writeFunc(inOrder), units, idx, items, h.progress(ctx, units, inOrder, w))
-		w.observe(res, true)
+		res := b.writeUnknown(ctx, h.writeFunc(inOrder), w.progress(ctx))
+		w.done(res)
 		st.requests += res.Requests
 		st.retried += res.Retried
 		st.wcu += res.WCU
-		var again []int
-		for n, u := range idx {
-			switch res.Status[n] {
-			case writer.Stored:
-				out[u] = stored
-				if units[u].rejected != nil {
-					out[u] = quarantined
-				}
-			case writer.Invalid:
-				if units[u].event != nil {
-					units[u].rejected = &item.Rejected{
-						ReceivedAt: units[u].received,
-						Reason:     fmt.Sprintf("event: storage refused it: %v", res.Err[n]),
-						Raw:        []byte(units[u].event.JSON),
-						Origin:     units[u].origin,
-					}
-					units[u].event = nil
-					again = append(again, u)
-					continue
-				}
-				fallthrough
-			default:
-				out[u] = failed
-				if st.firstErr == nil {
-					st.firstErr = res.Err[n]
-				}
+		todo = b.settle(res, &st)
+	}
+	return b.out, st
+}
+
+// settle records what res says became of the pass's units, and returns
+// the units to write again: events DynamoDB refused, now quarantined.
+func (b *batch) settle(res writer.Result, st *storeStats) (requarantined []int) {
+	for n, u := range b.idx {
+		switch res.Status[n] {
+		case writer.Stored:
+			b.out[u] = stored
+			if b.units[u].rejected != nil {
+				b.out[u] = quarantined
+			}
+		case writer.Invalid:
+			if b.units[u].event != nil {
+				b.units[u].quarantine(res.Err[n])
+				requarantined = append(requarantined, u)
+				continue
+			}
+			fallthrough
+		default:
+			b.out[u] = failed
+			if st.firstErr == nil {
+				st.firstErr = res.Err[n]
 			}
 		}
-		todo = again
 	}
-	return out, st
+	return requarantined
 }
 
 // writeFunc writes items, and shows watch, when not nil, the write so far.
@@ -132,42 +185,29 @@ func (h *Handler) writeFunc(inOrder bool) writeFunc {
 	}
 }
 
-// progress is what a Kinesis shard's write shows w as it goes: the policy
-// sees what its keys took, and may raise before the write ends. Nil
-// without a watcher, and for an API request, whose write is short.
-func (h *Handler) progress(ctx context.Context, units []unit, inOrder bool, w *watcher) func(writer.Result) {
-	if w == nil || !inOrder {
-		return nil
-	}
-	return func(so writer.Result) {
-		w.observe(so, false)
-		h.raise(ctx, units, inOrder)
-	}
-}
-
-// writeUnknown writes the items of units that are not known to be stored
+// writeUnknown writes the pass's items of units not known to be stored
 // and answers for all of them: a known unit's item is Stored, at no cost.
 // watch, when not nil, is shown the write so far as write shows it, for
 // all of them too.
-func writeUnknown(ctx context.Context, write writeFunc, units []unit, idx []int, items []item.Item, watch func(writer.Result)) writer.Result {
+func (b *batch) writeUnknown(ctx context.Context, write writeFunc, watch func(writer.Result)) writer.Result {
 	var send []int // positions in items of what to write
-	for n, u := range idx {
-		if !units[u].known {
+	for n, u := range b.idx {
+		if !b.units[u].known {
 			send = append(send, n)
 		}
 	}
-	if len(send) == len(items) {
-		return write(ctx, items, watch)
+	if len(send) == len(b.items) {
+		return write(ctx, b.items, watch)
 	}
 	part := make([]item.Item, len(send))
 	for i, n := range send {
-		part[i] = items[n]
+		part[i] = b.items[n]
 	}
 	var partial func(writer.Result)
 	if watch != nil {
-		partial = func(r writer.Result) { watch(widen(r, send, len(items))) }
+		partial = func(r writer.Result) { watch(widen(r, send, len(b.items))) }
 	}
-	return widen(write(ctx, part, partial), send, len(items))
+	return widen(write(ctx, part, partial), send, len(b.items))
 }
 
 // widen is r, the result of writing the items at positions send of n, as
@@ -186,8 +226,8 @@ func widen(r writer.Result, send []int, n int) writer.Result {
 }
 
 // schedKey is a (stream, day) whose shard schedule a batch needs. The day
-// is a day number, not a string: keyOf runs once per unit, and the string is
-// only needed once per (stream, day).
+// is a day number, not a string: a unit's is set once (place), and the
+// string is only needed once per (stream, day).
 type schedKey struct {
 	stream bucketing.Stream
 	day    int64
@@ -204,11 +244,9 @@ func dayNumber(t time.Time) int64 {
 	return s / 86400
 }
 
-func (u unit) schedKey() schedKey {
-	if u.event != nil {
-		return schedKey{bucketing.Stream{Space: bucketing.Events, Source: u.event.Source}, dayNumber(u.event.Time)}
-	}
-	return schedKey{bucketing.Stream{Space: bucketing.Quarantine}, dayNumber(u.rejected.ReceivedAt)}
+func (u *unit) schedKey() schedKey {
+	stream, _ := u.placed()
+	return schedKey{stream, u.day}
 }
 
 // resolved is a schedule lookup's answer.
@@ -297,12 +335,13 @@ func (h *Handler) schedule(ctx context.Context, k schedKey, hours [24]int32) res
 	return resolved{s, markErr}
 }
 
-// items builds the items for units[todo], resolving the shard schedule of
-// every (stream, day) involved (setUp); idx maps each item back to its
-// unit. Units whose schedule cannot be read, or whose setup did not finish
-// in its share of the time, are left out (and so stay failed, for the
-// caller to report); err is the first such error.
-func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []item.Item, idx []int, err error) {
+// build builds the pass's items for b.units[todo], resolving the shard
+// schedule of every (stream, day) involved (setUp); b.idx maps each item
+// back to its unit. Units whose schedule cannot be read, or whose setup did
+// not finish in its share of the time, are left out (and so stay failed,
+// for the caller to report); err is the first such error.
+func (h *Handler) build(ctx context.Context, b *batch, todo []int) (err error) {
+	units := b.units
 	slot := map[schedKey]int{}
 	var keys []schedKey
 	var hours [][24]int32
@@ -331,7 +370,7 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 	// One batch's keys and values in a few allocations, its items and
 	// their indexes sized once rather than grown by doubling.
 	var arena item.Arena
-	items, idx = make([]item.Item, 0, len(todo)), make([]int, 0, len(todo))
+	items, idx := make([]item.Item, 0, len(todo)), make([]int, 0, len(todo))
 	for n, u := range todo {
 		k := keys[slots[n]]
 		r := res[slots[n]]
@@ -349,5 +388,6 @@ func (h *Handler) items(ctx context.Context, units []unit, todo []int) (items []
 		}
 		idx = append(idx, u)
 	}
-	return items, idx, err
+	b.items, b.idx = items, idx
+	return err
 }

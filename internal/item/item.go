@@ -3,8 +3,6 @@
 package item
 
 import (
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -132,13 +130,4 @@ func (a *Arena) values() *eventValues {
 
 func expiry(t time.Time, retention time.Duration) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Add(retention).Unix(), 10)}
-}
-
-// StoredEvent is the JSON of an event read back from an item.
-func StoredEvent(attrs map[string]types.AttributeValue) (json.RawMessage, error) {
-	v, ok := attrs[schema.Event].(*types.AttributeValueMemberS)
-	if !ok {
-		return nil, fmt.Errorf("item %v has no %q attribute", attrs[schema.PK], schema.Event)
-	}
-	return json.RawMessage(v.Value), nil
 }

@@ -21,7 +21,9 @@ import (
 // (StreamARN, ShardID, SequenceNumber) or an API request (RequestID).
 // SubIndex is the user record's position in a KPL aggregate, when the
 // Kinesis record was one; Index is the event's position in a JSON array,
-// when the record (or user record) held one.
+// when the record (or user record) held one. Tenant is the tenant whose
+// route or own stream it arrived on, empty for the /v1/... routes and the
+// shared stream: a tenant's quarantine lists only its own.
 type Origin struct {
 	StreamARN      string `json:"stream_arn,omitempty"`
 	ShardID        string `json:"shard_id,omitempty"`
@@ -29,6 +31,7 @@ type Origin struct {
 	RequestID      string `json:"request_id,omitempty"`
 	SubIndex       *int   `json:"sub_index,omitempty"`
 	Index          *int   `json:"index,omitempty"`
+	Tenant         string `json:"tenant,omitempty"`
 }
 
 // key is a stable, unique name for the origin, so that quarantining the same
@@ -101,6 +104,10 @@ func Quarantine(r Rejected, shards bucketing.Step, retention time.Duration) Item
 	return Item{PK: pk, SK: sk, Attrs: attrs}
 }
 
+// OriginTenant is the key, in a quarantine item's origin map, of the
+// tenant the record arrived for (Origin.Tenant).
+const OriginTenant = "tenant"
+
 // originAttrs is o as the quarantine item's origin map.
 func originAttrs(o Origin) map[string]types.AttributeValue {
 	origin := map[string]types.AttributeValue{}
@@ -113,6 +120,7 @@ func originAttrs(o Origin) map[string]types.AttributeValue {
 	put("shard_id", o.ShardID)
 	put("sequence_number", o.SequenceNumber)
 	put("request_id", o.RequestID)
+	put(OriginTenant, o.Tenant)
 	if o.SubIndex != nil {
 		origin["sub_index"] = &types.AttributeValueMemberN{Value: strconv.Itoa(*o.SubIndex)}
 	}

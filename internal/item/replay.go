@@ -62,6 +62,7 @@ func OriginOf(attrs map[string]types.AttributeValue) Origin {
 	}
 	o.StreamARN, o.ShardID = get("stream_arn"), get("shard_id")
 	o.SequenceNumber, o.RequestID = get("sequence_number"), get("request_id")
+	o.Tenant = get(OriginTenant)
 	index := func(k string) *int {
 		if v, ok := m.Value[k].(*types.AttributeValueMemberN); ok {
 			if n, err := strconv.Atoi(v.Value); err == nil {

@@ -17,18 +17,8 @@
 //	  repeated Tag    tags                    = 4;
 //	}
 //
-// The decoder is written on google.golang.org/protobuf/encoding/protowire
-// rather than on github.com/awslabs/kinesis-aggregation/go/v2, whose
-// deaggregator does not fit an ingest path that must never fail a batch:
-// it passes a record whose digest does not match through as if it were
-// not aggregated (so its bytes would be read as JSON, with a misleading
-// reason), returns one error for the whole batch when a single record's
-// protobuf is bad, panics on a partition key index outside the table, takes
-// the SDK's Kinesis types rather than the Lambda event's, and brings the
-// deprecated github.com/golang/protobuf with it. Its module is also not
-// served by the module mirror this project builds from. The format is
-// three small messages; reading them with protowire is a few dozen lines
-// with no generated code.
+// It is written on protowire, not on the awslabs deaggregator: docs/api.md
+// ("Kinesis: aggregated records") says why.
 package kpl
 
 import (

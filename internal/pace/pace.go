@@ -1,31 +1,7 @@
 // Package pace spaces a writer's requests to the DynamoDB partition keys
 // that throttled it, so that retries go at the rate a key takes instead of
-// being re-sent blind.
-//
-// A Pacer keeps a limit only for keys that DynamoDB throttled, cut on a
-// throttle and grown back between them, as TCP paces a congested link. A
-// throttle cuts the key's rate to Cut of what it was (once per round: a
-// throttle of a request sent before the last cut says nothing new), and the
-// rate then grows back by Growth of itself a second until the next
-// throttle, or until it is so far above a key's nominal ceiling that the
-// limit is dropped. The growth is a share of the rate, not of the ceiling:
-// what a key takes is not known (a partition shared with other keys gives
-// each less than the nominal figure), and a pace that grew by a share of
-// the nominal figure would overrun a key that takes a quarter of it every
-// second. Keys that never throttled cost one atomic load per request.
-//
-// Why per key and not the AWS SDK's adaptive retry mode: that mode's
-// client-side rate limiter sees only throttled requests, not the items a
-// BatchWriteItem leaves unprocessed (how DynamoDB throttles a batch), and it
-// slows every request of the client, so one hot source would slow every
-// other source in the container. A key's limit slows only the items that
-// write to it.
-//
-// A throttled item has two partition keys, the table's and the GSI's, and
-// DynamoDB does not say which one refused it. The pacer blames the key the
-// request sent the most items to: the index whose keys each carry more of
-// the request is the one that is hotter per key. A tie goes to the key
-// already paced, and when neither or both are, to both.
+// being re-sent blind. docs/adaptive.md ("Pacing") says how a key's pace is
+// cut and grown, why per key, and which key a throttle is blamed on.
 package pace
 
 import (

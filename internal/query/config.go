@@ -12,6 +12,7 @@ import (
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/loglevel"
 	"github.com/shardline/shardline/internal/secret"
+	"github.com/shardline/shardline/internal/tenant"
 )
 
 // Environment variables the query function reads, besides the AWS SDK's own.
@@ -23,8 +24,10 @@ const (
 	EnvCountBuckets    = counts.EnvBuckets   // the counters' L1 buckets, as the fold's; default counts.DefaultBuckets
 )
 
-// EnvVars lists every variable above.
-var EnvVars = []string{EnvTable, EnvCursorSecretARN, EnvConcurrency, EnvLogLevel, EnvCountBuckets}
+// EnvVars lists every variable above, and the tenant variables the query
+// function reads (tenant.EnvTenants, EnvRoles), set only when the
+// deployment has tenants.
+var EnvVars = []string{EnvTable, EnvCursorSecretARN, EnvConcurrency, EnvLogLevel, EnvCountBuckets, tenant.EnvTenants, tenant.EnvRoles}
 
 // MinCursorSecret is the shortest cursor key accepted, in bytes.
 const MinCursorSecret = 32
@@ -40,6 +43,10 @@ type Config struct {
 	Concurrency     int
 	LogLevel        slog.Level
 	CountBuckets    int // the counters' L1 buckets; 0: counts.DefaultBuckets
+	// Tenants are the teams that own sources (tenant.FromEnv: TENANTS,
+	// TENANT_ROLES); nil or empty without tenants. A tenant's routes read
+	// only its sources.
+	Tenants *tenant.Config
 
 	cursorLoaded bool
 }
@@ -68,6 +75,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("%s=%w", EnvLogLevel, err)
 	}
 	if c.CountBuckets, err = counts.ParseBuckets(getenv(EnvCountBuckets)); err != nil {
+		return c, err
+	}
+	if c.Tenants, err = tenant.FromEnv(getenv); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -53,10 +53,16 @@ const (
 )
 
 // digest binds a cursor to the parts of the query that must not change
-// between pages: what is read and how it is filtered.
+// between pages: what is read and how it is filtered, and the tenant whose
+// route issued it (a cursor of the /v1/... routes hashes no tenant, as
+// before tenants).
 func digest(kind Kind, p *Params) [16]byte {
 	h := sha256.New()
-	for _, s := range []string{string(kind), p.Source, p.Type, p.Subject} {
+	parts := []string{string(kind), p.Source, p.Type, p.Subject}
+	if p.Tenant != "" {
+		parts = append(parts, "tenant", p.Tenant)
+	}
+	for _, s := range parts {
 		var n [binary.MaxVarintLen64]byte
 		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
 		h.Write([]byte(s))
@@ -129,7 +135,7 @@ func (k *Keys) Decode(s string) (*Cursor, error) {
 // the pages of one listing must not).
 func (c *Cursor) bind(kind Kind, p *Params) error {
 	if c.kind != kind || c.digest != digest(kind, p) {
-		return params.Errorf("cursor", "belongs to another query (source, type or subject differ); start again without it")
+		return params.Errorf("cursor", "belongs to another query (route, tenant, source, type or subject differ); start again without it")
 	}
 	if c.order != p.Order {
 		return params.Errorf("cursor", "was issued for order=%s; keep the order while paging", c.order)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -17,7 +18,12 @@ import (
 	"github.com/shardline/shardline/internal/echo"
 	"github.com/shardline/shardline/internal/emf"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/tenant"
 )
+
+// FunctionName names the query function in its logs and in its metrics'
+// Function dimension, which the stack's alarms select on.
+const FunctionName = "query"
 
 // Routes the query API serves.
 const (
@@ -30,6 +36,7 @@ const RetryAfterSeconds = 1
 
 // Handler serves the query API. Build one per container with New.
 type Handler struct {
+	tenants *tenant.Config
 	reader  *Reader
 	keys    *Keys
 	log     *slog.Logger
@@ -50,7 +57,7 @@ type Options struct {
 
 // New returns a Handler reading through client.
 func New(cfg Config, client Client, o Options) *Handler {
-	h := &Handler{log: o.Logger, metrics: o.Metrics, now: o.Now, keys: NewKeys(cfg.CursorSecret, cfg.Table), buckets: cfg.CountBuckets}
+	h := &Handler{tenants: cfg.Tenants, log: o.Logger, metrics: o.Metrics, now: o.Now, keys: NewKeys(cfg.CursorSecret, cfg.Table), buckets: cfg.CountBuckets}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -74,24 +81,27 @@ func (h *Handler) REST(ctx context.Context, req events.APIGatewayProxyRequest) (
 // Invoke is the Lambda entry point: an HTTP API (v2) or REST API (v1)
 // request.
 func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
-	return apigw.Handlers{HTTP: h.HTTP, REST: h.REST}.Invoke(ctx, "query", payload)
+	return apigw.Handlers{HTTP: h.HTTP, REST: h.REST}.Invoke(ctx, FunctionName, payload)
 }
 
 func (h *Handler) serve(ctx context.Context, r apigw.Request) apigw.Response {
 	start := h.now()
-	kind, refused := route(r)
+	kind, name, refused := h.route(ctx, r)
 	if refused != nil {
 		return *refused
 	}
 	switch kind {
 	case Counts:
-		return h.counts(ctx, r, start)
+		return h.counts(ctx, r, name, start)
 	case Sources:
-		return h.sources(ctx, r, start)
+		return h.sources(ctx, r, name, start)
 	}
-	p, err := ParseParams(kind, r.RawQuery, h.now(), h.keys)
+	p, err := parseParams(kind, name, r.RawQuery, h.now(), h.keys)
 	if err != nil {
 		return apigw.Error(http.StatusBadRequest, "%s", err.Error())
+	}
+	if refused := h.checkSource(ctx, r, name, kind == Events, p.Source); refused != nil {
+		return *refused
 	}
 	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()
@@ -108,30 +118,67 @@ func (h *Handler) serve(ctx context.Context, r apigw.Request) apigw.Response {
 	return h.answer(kind, page)
 }
 
-// route is what r asks for, or the answer refusing it.
-func route(r apigw.Request) (Kind, *apigw.Response) {
-	path := strings.TrimRight(r.Path, "/")
+// route is what r asks for, told by its route key (apigw.Request.Route),
+// and the tenant a tenant's route names ("" on the /v1/... routes), or
+// the answer refusing it: an unknown tenant is a 404, and a caller that
+// is another of the stack's tenant roles a 403 (tenant.Config.CallerMay),
+// both reported as refusals.
+func (h *Handler) route(ctx context.Context, r apigw.Request) (Kind, string, *apigw.Response) {
+	rt := r.Route()
 	var kind Kind
 	switch {
-	case strings.HasSuffix(path, EventsRoute):
+	case rt.Is(EventsRoute):
 		kind = Events
-	case strings.HasSuffix(path, QuarantineRoute):
+	case rt.Is(QuarantineRoute):
 		kind = Quarantine
-	case strings.HasSuffix(path, CountsRoute):
+	case rt.Is(CountsRoute):
 		kind = Counts
-	case strings.HasSuffix(path, SourcesRoute):
+	case rt.Is(SourcesRoute):
 		kind = Sources
 	default:
 		resp := apigw.Error(http.StatusNotFound, "no route %s %s; the query API serves GET %s, %s, %s and %s",
-			echo.Cut(r.Method, echo.MaxQuoted), echo.Cut(path, echo.MaxQuoted), EventsRoute, QuarantineRoute, CountsRoute, SourcesRoute)
-		return 0, &resp
+			echo.Cut(r.Method, echo.MaxQuoted), echo.Cut(strings.TrimRight(r.Path, "/"), echo.MaxQuoted), EventsRoute, QuarantineRoute, CountsRoute, SourcesRoute)
+		return 0, "", &resp
+	}
+	if rt.Tenanted {
+		if _, ok := h.tenants.Tenant(rt.Tenant); !ok {
+			resp := h.refuse(ctx, r, rt.Tenant, http.StatusNotFound, fmt.Sprintf("no tenant %s: a tenant's reads are GET %s<tenant>/events, /counts, "+
+				"/sources and /quarantine, for a tenant this deployment declares", echo.Quote(rt.Tenant), apigw.TenantsPath))
+			return 0, "", &resp
+		}
 	}
 	if r.Method != http.MethodGet {
 		resp := apigw.Error(http.StatusMethodNotAllowed, "method %s not allowed here; use GET", echo.Cut(r.Method, echo.MaxQuoted)).
 			With("Allow", http.MethodGet)
-		return 0, &resp
+		return 0, "", &resp
 	}
-	return kind, nil
+	if rt.Tenanted && !h.tenants.CallerMay(rt.Tenant, r.Caller.UserID, false) {
+		resp := h.refuse(ctx, r, rt.Tenant, http.StatusForbidden, fmt.Sprintf("caller %s is not tenant %s's reader role; "+
+			"read tenant %s's routes as its reader role", echo.Quote(r.Caller.ARN), rt.Tenant, rt.Tenant))
+		return 0, "", &resp
+	}
+	return kind, rt.Tenant, nil
+}
+
+// checkSource refuses, with a 403, a read on tenant's route naming a
+// source that is not the tenant's (has says the read names one).
+func (h *Handler) checkSource(ctx context.Context, r apigw.Request, name string, has bool, source string) *apigw.Response {
+	if name == "" || !has || h.tenants.Owns(name, source) {
+		return nil
+	}
+	resp := h.refuse(ctx, r, name, http.StatusForbidden, tenant.NotOwned(name, source))
+	return &resp
+}
+
+// refuse reports a refusal of a tenant's request (tenant.Report) and is
+// its answer, status with msg.
+func (h *Handler) refuse(ctx context.Context, r apigw.Request, name string, status int, msg string) apigw.Response {
+	route := r.RouteKey
+	if route == "" {
+		route = r.Method + " " + r.Path
+	}
+	tenant.Report(ctx, h.log, h.metrics, h.now(), tenant.Refusal{Tenant: name, Route: route, Caller: r.Caller.ARN, Reason: msg})
+	return apigw.Error(status, "%s", msg)
 }
 
 // unavailable is the 503 of a page that could not be read.

@@ -34,6 +34,10 @@ type Params struct {
 	Subject    string
 	Consistent bool
 	Cursor     *Cursor // nil on the first page
+	// Tenant is the tenant whose route the query came on, "" on the
+	// /v1/... routes: its cursors are valid on its route only, and its
+	// quarantine lists only what arrived for it.
+	Tenant string
 
 	explicitRange bool // from or to was given
 }
@@ -63,7 +67,12 @@ var allowed = map[Kind][]string{
 // keys verifies cursors. Every error is a *ParamError naming the
 // parameter.
 func ParseParams(kind Kind, rawQuery string, now time.Time, keys *Keys) (Params, error) {
-	p := Params{Limit: DefaultLimit, Order: Desc}
+	return parseParams(kind, "", rawQuery, now, keys)
+}
+
+// parseParams is ParseParams on tenant's route ("" on the /v1/... ones).
+func parseParams(kind Kind, tenant, rawQuery string, now time.Time, keys *Keys) (Params, error) {
+	p := Params{Limit: DefaultLimit, Order: Desc, Tenant: tenant}
 	vals, err := params.Parse(rawQuery, allowed[kind]...)
 	if err != nil {
 		return p, err

@@ -26,12 +26,16 @@ const (
 	Sources Kind = 'S'
 )
 
-// counts answers GET /v1/counts from every level of the counters
-// (docs/counts.md): the source's items, and the L1 packs not yet rolled up.
-func (h *Handler) counts(ctx context.Context, r apigw.Request, start time.Time) apigw.Response {
+// counts answers GET /v1/counts, and tenant's counts route (tenant not
+// ""), from every level of the counters (docs/counts.md): the source's
+// items, and the L1 packs not yet rolled up.
+func (h *Handler) counts(ctx context.Context, r apigw.Request, tenant string, start time.Time) apigw.Response {
 	req, err := counts.ParseRequest(r.RawQuery, h.now())
 	if err != nil {
 		return apigw.Error(http.StatusBadRequest, "%s", err.Error())
+	}
+	if refused := h.checkSource(ctx, r, tenant, true, req.Source); refused != nil {
+		return *refused
 	}
 	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()
@@ -43,12 +47,21 @@ func (h *Handler) counts(ctx context.Context, r apigw.Request, start time.Time) 
 	return apigw.JSON(http.StatusOK, resp)
 }
 
-// sources answers GET /v1/sources from the catalogue.
-func (h *Handler) sources(ctx context.Context, r apigw.Request, start time.Time) apigw.Response {
+// sources answers GET /v1/sources from the catalogue; on tenant's route
+// (tenant not ""), only the tenant's sources, read by its prefixes, with
+// cursors of its own.
+func (h *Handler) sources(ctx context.Context, r apigw.Request, tenant string, start time.Time) apigw.Response {
 	key := h.keys.derive("sources")
+	if tenant != "" {
+		key = h.keys.derive("sources\x00tenant\x00" + tenant)
+	}
 	req, err := catalog.ParseRequest(r.RawQuery, h.now(), key)
 	if err != nil {
 		return apigw.Error(http.StatusBadRequest, "%s", err.Error())
+	}
+	if tenant != "" {
+		t, _ := h.tenants.Tenant(tenant) // route checked it
+		req.Prefixes = t.Sources
 	}
 	ctx, cancel := deadline.Budget(ctx)
 	defer cancel()

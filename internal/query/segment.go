@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 )
 
@@ -96,6 +97,13 @@ func (pr *pageReader) input(pk partKey) dynamodb.QueryInput {
 		in.ExpressionAttributeNames[n] = f.attr
 		in.ExpressionAttributeValues[":"+f.attr] = &types.AttributeValueMemberS{Value: f.val}
 		filters = append(filters, n+" = :"+f.attr)
+	}
+	if pr.kind == Quarantine && pr.p.Tenant != "" {
+		// A tenant's quarantine: the records that arrived for it.
+		in.ExpressionAttributeNames["#origin"] = schema.Origin
+		in.ExpressionAttributeNames["#tenant"] = item.OriginTenant
+		in.ExpressionAttributeValues[":tenant"] = &types.AttributeValueMemberS{Value: pr.p.Tenant}
+		filters = append(filters, "#origin.#tenant = :tenant")
 	}
 	if len(filters) > 0 {
 		in.FilterExpression = aws.String(strings.Join(filters, " AND "))

@@ -96,10 +96,10 @@ type Demand struct {
 type Sum struct {
 	Measure     // the sum of the fresh reports; Refused, the indexes any refused
 	Writers int // how many writers made them
-	// Again says that this writer had reported within Fresh before: the
+	// ReportedBefore says that this writer had reported within Fresh before: the
 	// other writers have had as long to report as it has. A writer that
 	// decides on its first report would decide on its share alone.
-	Again bool
+	ReportedBefore bool
 }
 
 // Report records that writer measured m of stream's traffic on day (a
@@ -160,7 +160,7 @@ func (d *Demand) Report(ctx context.Context, s bucketing.Stream, day, writer str
 	}
 	d.stale[s.MetaPK(day)] = stale
 	prev, seen := d.last[s.MetaPK(day)]
-	sum.Again = seen && now.Sub(prev) <= fresh
+	sum.ReportedBefore = seen && now.Sub(prev) <= fresh
 	d.last[s.MetaPK(day)] = now
 	d.mu.Unlock()
 	return sum, nil

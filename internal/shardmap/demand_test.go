@@ -40,7 +40,7 @@ func TestDemandAddsUpTheWritersReports(t *testing.T) {
 		if sum, err = d.Report(ctx, src, day, string(rune('a'+i)), Measure{Rates: Rates{Table: 100, GSI: 50}}, now); err != nil {
 			t.Fatal(err)
 		}
-		if sum.Again || sum.Writers != i+1 || sum.Table != float64(100*(i+1)) || sum.GSI != float64(50*(i+1)) {
+		if sum.ReportedBefore || sum.Writers != i+1 || sum.Table != float64(100*(i+1)) || sum.GSI != float64(50*(i+1)) {
 			t.Fatalf("writer %d's first report: %+v", i, sum)
 		}
 	}
@@ -50,7 +50,7 @@ func TestDemandAddsUpTheWritersReports(t *testing.T) {
 	if sum, err = writers[0].Report(ctx, src, day, "a", Measure{Rates: Rates{Table: 120, GSI: 60}}, now); err != nil {
 		t.Fatal(err)
 	}
-	if !sum.Again || sum.Writers != 3 || sum.Table != 320 {
+	if !sum.ReportedBefore || sum.Writers != 3 || sum.Table != 320 {
 		t.Fatalf("a again: %+v", sum)
 	}
 	// Fifteen seconds later c has stopped: a and b report; c's report is
@@ -59,7 +59,7 @@ func TestDemandAddsUpTheWritersReports(t *testing.T) {
 	if sum, err = writers[1].Report(ctx, src, day, "b", Measure{Rates: Rates{Table: 80, GSI: 40}}, now); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Again || sum.Writers != 2 || sum.Table != 200 || sum.GSI != 100 {
+	if sum.ReportedBefore || sum.Writers != 2 || sum.Table != 200 || sum.GSI != 100 {
 		t.Fatalf("a and b: %+v", sum)
 	}
 	// b's next report removes what it saw stale: c's.

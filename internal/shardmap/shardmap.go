@@ -1,29 +1,8 @@
-// Package shardmap records, for every (stream, day), the shard counts that
-// were in effect, so that readers can find every shard a day was written to
-// with one small read, and writers place a retried event on the same item
-// even when a count was raised in between.
-//
-// The record is one item per (stream, day), key bucketing.Stream.MetaPK, whose
-// "sched" attribute ("dsched" on a day with a GSI day bucket, see
-// schema.DaySchedule) is a bucketing.Schedule. The first writer of a day creates
-// it with the configured counts from minute 0 (or more, see Config.Carry),
-// and chooses the day's GSI time bucket: the whole day if the previous day
-// was quiet (Day.Quiet), the hour otherwise; and, with Config.Copies set
-// to CopiesWhereItPays, whether the day's events get a GSI copy at all
-// (stored as "bsched", schema.BaseSchedule, when they do not). When the configuration later
-// asks for more shards, a writer appends a step that starts Lead after now
-// (rounded up to a minute): no event already written can carry a time that
-// late (events are at most cloudevent.MaxFuture ahead), and every writer,
-// re-reading the record at least every CacheFor, learns of the step before it
-// takes effect. Counts only grow within a day; a lower configuration applies
-// from the next day's record.
-//
-// A record must outlive every event it describes: once it is gone, readers
-// cannot find the day's shards. Its TTL is the day's end plus the retention,
-// the latest an event of the day can expire, and writers only ever move it
-// later: a writer whose retention is longer than the record's TTL allows
-// (RETENTION_DAYS was raised) extends it before it writes the day's events,
-// and a writer with a shorter one (an old container) never shortens it.
+// Package shardmap records, for every (stream, day), the shard counts in
+// effect, so that readers find every shard a day was written to with one
+// small read and a retried event lands on the same item after a raise.
+// docs/keys.md ("Shard record") says what a record holds, when it gains a
+// step and how long it lives.
 package shardmap
 
 import (

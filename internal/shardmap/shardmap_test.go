@@ -134,36 +134,6 @@ func TestConcurrentWritersAgree(t *testing.T) {
 	}
 }
 
-// TestCachedReusesOnlyFoundRecords: a reader's cached lookup asks DynamoDB
-// once per CacheFor for a record that exists, and every time for one that
-// does not yet.
-func TestCachedReusesOnlyFoundRecords(t *testing.T) {
-	ctx := context.Background()
-	table := testddb.Table(t)
-	c := &clock{time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	src := bucketing.Stream{Space: bucketing.Events, Source: "s"}
-	reader := registry(t, table, c, 1, 1)
-	for range 2 {
-		if s, read, err := reader.Cached(ctx, src, "2026-11-22"); err != nil || s != nil || !read {
-			t.Fatalf("absent record: %+v %v %v", s, read, err)
-		}
-	}
-	if _, err := registry(t, table, c, 4, 2).Schedule(ctx, src, "2026-11-22"); err != nil {
-		t.Fatal(err)
-	}
-	if s, read, err := reader.Cached(ctx, src, "2026-11-22"); err != nil || !read || s.MaxShards() != 4 {
-		t.Fatalf("first read: %+v %v %v", s, read, err)
-	}
-	c.t = c.t.Add(CacheFor - time.Second)
-	if s, read, _ := reader.Cached(ctx, src, "2026-11-22"); read || s.MaxShards() != 4 {
-		t.Fatalf("within CacheFor: read %v, %+v", read, s)
-	}
-	c.t = c.t.Add(2 * time.Second)
-	if _, read, _ := reader.Cached(ctx, src, "2026-11-22"); !read {
-		t.Fatal("past CacheFor the record was not read again")
-	}
-}
-
 // TestRaisingRetentionKeepsTheShardRecord: a record created under a 30-day
 // retention, then used by writers configured for 90 days, lives at least as
 // long as every event they may write for that day, and a writer still on

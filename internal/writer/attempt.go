@@ -93,48 +93,15 @@ func (w *Writer) attempt(ctx context.Context, items []item.Item, idx, pending []
 		r.fail(held, errPaced)
 		return
 	}
-	reqs := make([]types.WriteRequest, len(send))
-	puts := make([]types.PutRequest, len(send))
-	for n, k := range send {
-		puts[n].Item = items[idx[k]].Attrs
-		reqs[n].PutRequest = &puts[n]
-		if r.tried[k] {
-			r.retried++
-		}
-		r.tried[k] = true
-	}
 	sentAt := w.Pacer.Time()
-	out, err := w.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
-		RequestItems:           map[string][]types.WriteRequest{w.Table: reqs},
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	}, w.oneAttempt)
+	out, err := w.Client.BatchWriteItem(ctx, w.request(items, idx, send, r), w.oneAttempt)
 	r.requests++
 	r.sent += len(send)
 	refused := make([]bool, len(send))
 	var left []int
 	switch {
 	case err == nil:
-		for _, c := range out.ConsumedCapacity {
-			r.wcu += aws.ToFloat64(c.CapacityUnits)
-		}
-		unprocessed := map[[2]string]bool{}
-		for _, u := range out.UnprocessedItems[w.Table] {
-			if u.PutRequest != nil {
-				unprocessed[keyOf(u.PutRequest.Item)] = true
-			}
-		}
-		for n, k := range send {
-			if unprocessed[items[idx[k]].Key()] {
-				refused[n] = true
-				left = append(left, k)
-				continue
-			}
-			r.status[k], r.err[k] = Stored, nil
-			r.next.progress = true
-		}
-		if len(left) > 0 {
-			err = fmt.Errorf("%d of %d items unprocessed", len(left), len(send))
-		}
+		left, err = w.accepted(out, items, idx, send, refused, r)
 	case ddberr.Classify(err) == ddberr.Invalid:
 		w.isolate(ctx, items, idx, send, err, r)
 	case !ddberr.Retryable(err):
@@ -165,6 +132,53 @@ func (w *Writer) attempt(ctx context.Context, items []item.Item, idx, pending []
 		r.left, r.why = left, err
 		r.fail(left, err)
 	}
+}
+
+// request is the BatchWriteItem of the items at positions send of idx,
+// each counted in r as tried (and retried, when it was tried before).
+func (w *Writer) request(items []item.Item, idx, send []int, r *batchResult) *dynamodb.BatchWriteItemInput {
+	reqs := make([]types.WriteRequest, len(send))
+	puts := make([]types.PutRequest, len(send))
+	for n, k := range send {
+		puts[n].Item = items[idx[k]].Attrs
+		reqs[n].PutRequest = &puts[n]
+		if r.tried[k] {
+			r.retried++
+		}
+		r.tried[k] = true
+	}
+	return &dynamodb.BatchWriteItemInput{
+		RequestItems:           map[string][]types.WriteRequest{w.Table: reqs},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	}
+}
+
+// accepted records in r what an answer DynamoDB accepted says: the items
+// stored, and those it left unprocessed (refused, and returned in left),
+// with an error saying how many.
+func (w *Writer) accepted(out *dynamodb.BatchWriteItemOutput, items []item.Item, idx, send []int, refused []bool, r *batchResult) (left []int, err error) {
+	for _, c := range out.ConsumedCapacity {
+		r.wcu += aws.ToFloat64(c.CapacityUnits)
+	}
+	unprocessed := map[[2]string]bool{}
+	for _, u := range out.UnprocessedItems[w.Table] {
+		if u.PutRequest != nil {
+			unprocessed[keyOf(u.PutRequest.Item)] = true
+		}
+	}
+	for n, k := range send {
+		if unprocessed[items[idx[k]].Key()] {
+			refused[n] = true
+			left = append(left, k)
+			continue
+		}
+		r.status[k], r.err[k] = Stored, nil
+		r.next.progress = true
+	}
+	if len(left) > 0 {
+		err = fmt.Errorf("%d of %d items unprocessed", len(left), len(send))
+	}
+	return left, err
 }
 
 // oneAttempt serialises the request with the writer's own encoder

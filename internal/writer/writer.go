@@ -279,10 +279,6 @@ func keyOf(attrs map[string]types.AttributeValue) [2]string {
 	return [2]string{pk.Value, sk.Value}
 }
 
-// KeysOf is the partition keys an item writes to, as the pacer knows
-// them.
-func KeysOf(it item.Item) pace.Key { return keyOfItem(it) }
-
 // keyOfItem is the partition keys an item writes to.
 func keyOfItem(it item.Item) pace.Key {
 	k := pace.Key{Table: it.PK}

@@ -23,10 +23,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/internal/tenant"
 	"github.com/shardline/shardline/local/ddblocal"
 	"github.com/shardline/shardline/local/httpapi"
 	"github.com/shardline/shardline/local/kinesislocal"
@@ -52,6 +54,10 @@ type Options struct {
 	Out                 io.Writer           // progress and results
 	DDBLog              *os.File            // DynamoDB Local's output; nil discards it
 	OnKinesis           func(Kinesis)       // called once the stream is polled (for tests)
+	// Tenants is the tenants' JSON (ReadTenants), served on their routes
+	// as the stack serves them, without IAM; empty: the environment's
+	// TENANTS, if any. A tenant's own stream is not made locally.
+	Tenants string
 }
 
 // Serve is Run for tests: it starts everything, replays the samples and
@@ -128,6 +134,9 @@ func Start(ctx context.Context, o Options) (s *Server, err error) {
 		if k == ingest.EnvTable {
 			return o.Table
 		}
+		if k == tenant.EnvTenants && o.Tenants != "" {
+			return o.Tenants
+		}
 		return o.Getenv(k)
 	}
 	cfg, err := ingest.ConfigFromEnv(getenv)
@@ -154,6 +163,17 @@ func Start(ctx context.Context, o Options) (s *Server, err error) {
 	mux.Handle("GET "+query.QuarantineRoute, qh.HTTP)
 	mux.Handle("GET "+query.CountsRoute, qh.HTTP)
 	mux.Handle("GET "+query.SourcesRoute, qh.HTTP)
+	post, get := TenantRoutes(cfg.Tenants)
+	for _, k := range post {
+		mux.Handle(k, s.ingest.HTTP)
+	}
+	for _, k := range get {
+		mux.Handle(k, qh.HTTP)
+	}
+	if len(post) > 0 {
+		fmt.Fprintf(out, "tenants %s: their routes are served, %s<name>/events, /counts, /sources, /quarantine\n",
+			strings.Join(cfg.Tenants.Names(), ", "), apigw.TenantsPath)
+	}
 	fb, stopS3, err := startS3(ctx, out, o.S3Port, o.DBDir)
 	if err != nil {
 		return s, err

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardline/shardline/local/devserver"
 	"github.com/shardline/shardline/testkit/openapitest"
+	"github.com/shardline/shardline/testkit/testddb"
 )
 
 // dashboardFile is the Grafana dashboard shipped for the Infinity
@@ -204,8 +207,11 @@ func checkColumns(t *testing.T, where string, tg infinityTarget, rows []map[stri
 // under its root selector, each with the columns the panel shows. A query
 // with cursor pagination is paged the way Infinity pages it, to its end
 // (next_cursor ""), and returns every event of the range once.
+//
+// It does so for the /v1/... routes and for a tenant's (the routes
+// variable), whose panels hold only the tenant's sources.
 func TestGrafanaDashboard(t *testing.T) {
-	base := serve(t)
+	base := serveTenants(t, `{"grafana": {"sources": ["grafana/"]}}`)
 	client := openapitest.Client(t, openapitest.Any)
 	now := time.Now().UTC()
 	from, to := now.Add(-24*time.Hour), now.Add(time.Minute)
@@ -222,13 +228,14 @@ func TestGrafanaDashboard(t *testing.T) {
 			id, source, i%3, now.Add(-time.Duration(i)*time.Minute).Format(time.RFC3339)))
 	}
 	batch = append(batch, fmt.Sprintf(`{"id":"x","source":"grafana/other","type":"t","subject":"s","time":%q}`, now.Add(-time.Hour).Format(time.RFC3339)))
+	batch = append(batch, fmt.Sprintf(`{"id":"y","source":"shop/not-the-tenants","type":"t","time":%q}`, now.Add(-time.Hour).Format(time.RFC3339)))
 	resp, err := client.Post(base+"/v1/events", "application/json", bytes.NewReader([]byte("["+strings.Join(batch, ",")+"]")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted || !strings.Contains(string(body), `"accepted":251,`) {
+	if resp.StatusCode != http.StatusAccepted || !strings.Contains(string(body), `"accepted":252,`) {
 		t.Fatalf("POST: %d %s", resp.StatusCode, body)
 	}
 	vars := map[string]string{"source": source}
@@ -236,12 +243,24 @@ func TestGrafanaDashboard(t *testing.T) {
 
 	targets := dashboardTargets(t)
 	for _, want := range []string{"/v1/counts", "/v1/events", "/v1/sources"} {
-		if !slices.ContainsFunc(slices.Collect(mapValues(targets)), func(tg infinityTarget) bool { return strings.HasPrefix(tg.URL, want+"?") }) {
+		if !slices.ContainsFunc(slices.Collect(mapValues(targets)), func(tg infinityTarget) bool {
+			return strings.HasPrefix(strings.Replace(tg.URL, "${routes}", "/v1", 1), want+"?")
+		}) {
 			t.Errorf("the dashboard sends nothing to %s", want)
 		}
 	}
+	for _, routes := range []string{"/v1", "/v1/tenants/grafana"} {
+		vars["routes"] = routes
+		dashboardAt(t, client, base, routes, targets, from, to, vars, source, wantIDs)
+	}
+}
+
+// dashboardAt checks every target of the dashboard with its routes
+// variable at routes.
+func dashboardAt(t *testing.T, client *http.Client, base, routes string, targets map[string]infinityTarget, from, to time.Time,
+	vars map[string]string, source string, wantIDs []string) {
 	for where, tg := range targets {
-		t.Run(where, func(t *testing.T) {
+		t.Run(routes+" "+where, func(t *testing.T) {
 			if tg.Type != "json" || tg.Source != "url" || tg.Parser != "backend" {
 				t.Fatalf("type %q, source %q, parser %q; want json, url, backend (the parser that pages, and runs alerts)", tg.Type, tg.Source, tg.Parser)
 			}
@@ -286,8 +305,8 @@ func TestGrafanaDashboard(t *testing.T) {
 			checkColumns(t, u.String(), tg, rows)
 			t.Logf("GET %s: %d rows in %d pages", u, len(rows), pages)
 
-			switch u.Path {
-			case "/v1/events":
+			switch strings.TrimPrefix(u.Path, routes) {
+			case "/events":
 				var ids []string
 				for _, r := range rows {
 					ids = append(ids, r["id"].(string))
@@ -296,7 +315,7 @@ func TestGrafanaDashboard(t *testing.T) {
 				if !slices.Equal(ids, wantIDs) || pages < 3 {
 					t.Errorf("the events panel shows %d events in %d pages; want all %d, each once, in 3 pages or more", len(ids), pages, len(wantIDs))
 				}
-			case "/v1/counts":
+			case "/counts":
 				total := map[string]float64{}
 				for _, r := range rows {
 					total[r["type"].(string)] += r["count"].(float64)
@@ -304,7 +323,7 @@ func TestGrafanaDashboard(t *testing.T) {
 				if len(total) != 3 || total["t0"]+total["t1"]+total["t2"] != 250 {
 					t.Errorf("the counts panel's series: %v; want 250 events in types t0, t1, t2", total)
 				}
-			case "/v1/sources":
+			case "/sources":
 				var names []string
 				for _, r := range rows {
 					names = append(names, r["source"].(string))
@@ -312,9 +331,34 @@ func TestGrafanaDashboard(t *testing.T) {
 				if !slices.Contains(names, source) || !slices.Contains(names, "grafana/other") {
 					t.Errorf("the sources: %q; want %q and grafana/other", names, source)
 				}
+				if tenant := routes != "/v1"; slices.Contains(names, "shop/not-the-tenants") == tenant {
+					t.Errorf("the sources of %s: %q; want shop/not-the-tenants only on /v1", routes, names)
+				}
 			}
 		})
 	}
+}
+
+// serveTenants is serve with tenants (devserver.Options.Tenants).
+func serveTenants(t *testing.T, tenants string) string {
+	t.Helper()
+	base, stop, err := devserver.Serve(context.Background(), devserver.Options{
+		Addr:     "127.0.0.1:0",
+		Endpoint: testddb.Endpoint(t),
+		Table:    fmt.Sprintf("grafana-%d", time.Now().UnixNano()),
+		Getenv:   func(string) string { return "" },
+		Out:      io.Discard,
+		Tenants:  tenants,
+	})
+	if err != nil {
+		t.Fatalf("devserver: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("devserver: %v", err)
+		}
+	})
+	return base
 }
 
 // waitCounted waits until the counts of source's last 24 hours add up to

@@ -45,6 +45,9 @@ type Proxy struct {
 	Signer      *v4.Signer              // nil: v4.NewSigner()
 	Client      *http.Client            // nil: a client with a 35 s timeout
 	Now         func() time.Time        // the signing time; nil: time.Now
+	// Tenant, when set, sends the page's reads to the tenant's routes:
+	// /v1/events is asked as /v1/tenants/<Tenant>/events, and so on.
+	Tenant string
 }
 
 // ServeHTTP forwards r, signed, and writes the API's answer.
@@ -82,14 +85,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(w, resp.Body)
 }
 
+// route is the API's path for the page's path ("/v1/..."): the tenant's
+// route with Tenant.
+func (p *Proxy) route(path string) string {
+	if p.Tenant == "" {
+		return path
+	}
+	return "/v1/tenants/" + p.Tenant + strings.TrimPrefix(path, "/v1")
+}
+
 // signed is r as a request to the API, signed for execute-api: the same
 // method, path (under the target's) and query, and no body.
 func (p *Proxy) signed(ctx context.Context, r *http.Request) (*http.Request, error) {
 	u := *p.Target
-	u.Path = strings.TrimSuffix(p.Target.Path, "/") + r.URL.Path
+	u.Path = strings.TrimSuffix(p.Target.Path, "/") + p.route(r.URL.Path)
 	u.RawPath = ""
 	if r.URL.RawPath != "" {
-		u.RawPath = strings.TrimSuffix(p.Target.EscapedPath(), "/") + r.URL.RawPath
+		u.RawPath = strings.TrimSuffix(p.Target.EscapedPath(), "/") + p.route(r.URL.RawPath)
 	}
 	u.RawQuery = r.URL.RawQuery
 	u.Fragment = ""

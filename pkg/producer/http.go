@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,23 @@ func WithAttempts(n int) HTTPOption { return func(h *HTTP) { h.attempts = max(n,
 // (default 30 s).
 func WithMaxRetryAfter(d time.Duration) HTTPOption { return func(h *HTTP) { h.maxWait = max(d, 0) } }
 
+// WithTenant sends to the tenant's route, POST /v1/tenants/<name>/events,
+// instead of POST /v1/events: the API takes only the tenant's sources
+// there, and refuses a batch holding another's with 403 (a StatusError).
+func WithTenant(name string) HTTPOption {
+	return func(h *HTTP) {
+		h.url = strings.TrimSuffix(h.url, "/v1/events") + "/v1/tenants/" + url.PathEscape(name) + "/events"
+	}
+}
+
+// path is the path of the route h posts to.
+func (h *HTTP) path() string {
+	if u, err := url.Parse(h.url); err == nil {
+		return u.Path
+	}
+	return "/v1/events"
+}
+
 // NewHTTP returns a client of the API at baseURL (such as
 // "https://abc.execute-api.eu-west-1.amazonaws.com" or
 // "http://127.0.0.1:8080").
@@ -102,10 +120,16 @@ type Rejection struct {
 type StatusError struct {
 	Status int
 	Body   string
+	// Path is the route's path: /v1/events, or a tenant's (WithTenant).
+	Path string
 }
 
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("producer: POST /v1/events: %d %s: %s", e.Status, http.StatusText(e.Status), e.Body)
+	path := e.Path
+	if path == "" {
+		path = "/v1/events"
+	}
+	return fmt.Sprintf("producer: POST %s: %d %s: %s", path, e.Status, http.StatusText(e.Status), e.Body)
 }
 
 // Send posts events (each a json.RawMessage, []byte or string of a
@@ -210,14 +234,14 @@ func (h *HTTP) sendBatch(ctx context.Context, batch []pending, res *Result) ([]p
 		case status == http.StatusServiceUnavailable && a.Retry != nil:
 			res.add(batch, a)
 			batch = subset(batch, a.Retry)
-			lastErr = &StatusError{Status: status, Body: a.Error}
+			lastErr = &StatusError{Status: status, Body: a.Error, Path: h.path()}
 			if len(batch) == 0 {
 				return nil, nil
 			}
 		case retryStatus(status):
-			lastErr = &StatusError{Status: status, Body: strings.TrimSpace(string(body))}
+			lastErr = &StatusError{Status: status, Body: strings.TrimSpace(string(body)), Path: h.path()}
 		default:
-			return batch, &StatusError{Status: status, Body: strings.TrimSpace(string(body))}
+			return batch, &StatusError{Status: status, Body: strings.TrimSpace(string(body)), Path: h.path()}
 		}
 		if attempt >= h.attempts {
 			return batch, fmt.Errorf("producer: gave up after %d requests: %w", attempt, lastErr)

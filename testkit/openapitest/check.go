@@ -164,7 +164,8 @@ func (c *Checker) input(route *routers.Route, x Exchange) (*openapi3filter.Reque
 		SkipSettingDefaults: true,
 		AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
 	}
-	return &openapi3filter.RequestValidationInput{Request: req, Route: route, Options: opts}, nil
+	params, _ := matchPath(strings.TrimRight(x.Path, "/"), route.Path)
+	return &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}, nil
 }
 
 // validateRequest validates x's request on route against the document,
@@ -251,20 +252,48 @@ func (c *Checker) checkAnswer(ctx context.Context, in *openapi3filter.RequestVal
 
 // route finds the operation of c's function that serves method and path.
 // A path matches a document path it ends with, so that a stage prefix
-// (/prod/v1/events) matches as it does in the handlers.
+// (/prod/v1/events) matches as it does in the handlers; a {parameter}
+// of the document's path matches one segment. Of several, the longest
+// document path serves, as the handlers route: /v1/tenants/v1/events is
+// tenant v1's route, not /v1/events.
 func (c *Checker) route(method, path string) (*routers.Route, bool) {
 	path = strings.TrimRight(path, "/")
+	var best *routers.Route
 	for p, item := range c.doc.Paths.Map() {
-		if path != p && !strings.HasSuffix(path, p) {
+		if _, ok := matchPath(path, p); !ok {
 			continue
 		}
 		op := item.GetOperation(method)
 		if op == nil || (c.function != Any && op.Extensions[functionKey] != string(c.function)) {
 			continue
 		}
-		return &routers.Route{Spec: c.doc, Path: p, PathItem: item, Method: method, Operation: op}, true
+		if best == nil || strings.Count(p, "/") > strings.Count(best.Path, "/") {
+			best = &routers.Route{Spec: c.doc, Path: p, PathItem: item, Method: method, Operation: op}
+		}
 	}
-	return nil, false
+	return best, best != nil
+}
+
+// matchPath says whether path ends with the document's path p, a
+// {parameter} of p matching any one segment, and gives the parameters.
+func matchPath(path, p string) (map[string]string, bool) {
+	if !strings.Contains(p, "{") {
+		return nil, path == p || strings.HasSuffix(path, p)
+	}
+	want, got := strings.Split(p, "/"), strings.Split(path, "/")
+	if len(got) < len(want) {
+		return nil, false
+	}
+	got = got[len(got)-len(want):]
+	params := map[string]string{}
+	for i, w := range want {
+		if strings.HasPrefix(w, "{") && strings.HasSuffix(w, "}") && got[i] != "" {
+			params[w[1:len(w)-1]] = got[i]
+		} else if got[i] != w {
+			return nil, false
+		}
+	}
+	return params, true
 }
 
 // checkUnrouted checks the answer to a request that no operation of c's

@@ -46,6 +46,10 @@ examples:
                                          8 shards per source, no samples
   shardline-dev -endpoint http://localhost:8000 -table events
                                          use a DynamoDB you already run
+  shardline-dev -tenants '{"team-a": {"sources": ["team-a/"]}, "team-b": {"sources": ["team-b/"]}}'
+                                         also serve two tenants' routes,
+                                         /v1/tenants/team-a/events, ... (no IAM
+                                         locally: the functions' checks apply)
 
 flags:
 `
@@ -79,6 +83,7 @@ func dev(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.KinesisPort, "kinesis-port", 4567, "port for kinesalite, the local Kinesis API (0 picks a free one)")
 	fs.IntVar(&o.S3Port, "s3-port", 4568, "port for the local S3 (s3rver) that holds the on-failure bucket (0 picks a free one)")
 	fs.StringVar(&o.Samples, "samples", "events", "directory of sample events to replay at start (empty: none)")
+	tenants := fs.String("tenants", "", `tenants to serve, as shardline:tenants: JSON such as {"team-a": {"sources": ["team-a/"]}}, or @file (default: $TENANTS)`)
 	verbose := fs.Bool("v", false, "log every invocation")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, devHelp)
@@ -89,6 +94,10 @@ func dev(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("takes no arguments, got %q", fs.Args())
+	}
+	var err error
+	if o.Tenants, err = devserver.ReadTenants(*tenants); err != nil {
+		return err
 	}
 	o.LogLevel = slog.LevelWarn
 	if *verbose {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/plural"
 )
 
 // maxOutcome bounds an outcome's bytes: a reason quotes input (a JSON
@@ -25,7 +26,7 @@ func judge(r ingest.Reingested) verdict {
 	if r.Events == 0 {
 		return invalid(r.Invalid...)
 	}
-	o := fmt.Sprintf("stored: %d %s", r.Events, plural(r.Events, "event", "events"))
+	o := fmt.Sprintf("stored: %d %s", r.Events, plural.Of(r.Events, "event", "events"))
 	if len(r.Invalid) > 0 {
 		// A JSON array whose events are not all valid: the valid ones are
 		// stored, as first ingest would have; the others stay in the
@@ -56,13 +57,6 @@ func summarise(reasons []string) string {
 		s += fmt.Sprintf("; and %d more", n)
 	}
 	return s
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // clip cuts s to maxOutcome bytes, on a character boundary.

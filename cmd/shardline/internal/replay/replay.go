@@ -11,6 +11,7 @@ import (
 	"github.com/shardline/shardline/internal/ddberr"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/internal/plural"
 	"github.com/shardline/shardline/internal/query"
 )
 
@@ -174,7 +175,7 @@ func (r *Replayer) Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	if sum.Failed > 0 {
 		return sum, fmt.Errorf("%d %s could not be stored or marked for now (the first: %w); what was done stays done: "+
-			"run the same command again", sum.Failed, plural(sum.Failed, "record", "records"), firstFailure)
+			"run the same command again", sum.Failed, plural.Of(sum.Failed, "record", "records"), firstFailure)
 	}
 	return sum, nil
 }
