@@ -46,31 +46,24 @@ func (l *LSM) Read(ctx context.Context, r Request) (Response, error) {
 	l2 := map[string]l2Item{}  // by hour sort key
 	q := Query(l.Table, r)
 	q.ConsistentRead = aws.Bool(true)
-	p := dynamodb.NewQueryPaginator(l.Client, q)
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		resp.Plan.Requests++
+	err = pages(ctx, l.Client, q, &resp.Plan, func(it map[string]types.AttributeValue) error {
+		if err := r.add(t, it); err != nil {
+			return err
+		}
+		l2it, err := decodeL2(it)
 		if err != nil {
-			return resp, fmt.Errorf("read counters of %s: %w", r.Source, err)
+			return err
 		}
-		if out.ConsumedCapacity != nil {
-			resp.Plan.ConsumedRCU += aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
+		for _, x := range l2it.tuples {
+			r.count(t, x.Minute, x.Type, x.N)
 		}
-		for _, it := range out.Items {
-			if err := r.add(t, it); err != nil {
-				return resp, err
-			}
-			l2it, err := decodeL2(it)
-			if err != nil {
-				return resp, fmt.Errorf("counters of %s: %w", r.Source, err)
-			}
-			for _, x := range l2it.tuples {
-				r.count(t, x.Minute, x.Type, x.N)
-			}
-			if sk, ok := it[schema.SK].(*types.AttributeValueMemberS); ok && l2it.mark > 0 {
-				l2[sk.Value] = l2it
-			}
+		if sk, ok := it[schema.SK].(*types.AttributeValueMemberS); ok && l2it.mark > 0 {
+			l2[sk.Value] = l2it
 		}
+		return nil
+	})
+	if err != nil {
+		return resp, fmt.Errorf("read counters of %s: %w", r.Source, err)
 	}
 	if err := l.readUnrolled(ctx, r, t, l2, done, rolled, &resp.Plan); err != nil {
 		return resp, err

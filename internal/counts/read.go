@@ -85,24 +85,34 @@ func Query(table string, r Request) *dynamodb.QueryInput {
 func Read(ctx context.Context, c QueryAPI, table string, r Request) (Response, error) {
 	resp := Response{Interval: r.Name, From: r.From.Format(time.RFC3339), To: r.To.Format(time.RFC3339)}
 	t := newTally(r)
-	p := dynamodb.NewQueryPaginator(c, Query(table, r))
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		resp.Plan.Requests++
-		if err != nil {
-			return resp, fmt.Errorf("read counters of %s: %w", r.Source, err)
-		}
-		if out.ConsumedCapacity != nil {
-			resp.Plan.ConsumedRCU += aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
-		}
-		for _, it := range out.Items {
-			if err := r.add(t, it); err != nil {
-				return resp, err
-			}
-		}
+	err := pages(ctx, c, Query(table, r), &resp.Plan, func(it map[string]types.AttributeValue) error { return r.add(t, it) })
+	if err != nil {
+		return resp, fmt.Errorf("read counters of %s: %w", r.Source, err)
 	}
 	resp.Series = r.series(t.done())
 	return resp, nil
+}
+
+// pages runs q page by page (DynamoDB's 1 MB), counting each request and
+// the read units it consumed in plan, and calls each with every item.
+func pages(ctx context.Context, c QueryAPI, q *dynamodb.QueryInput, plan *Plan, each func(map[string]types.AttributeValue) error) error {
+	p := dynamodb.NewQueryPaginator(c, q)
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		plan.Requests++
+		if err != nil {
+			return err
+		}
+		if out.ConsumedCapacity != nil {
+			plan.ConsumedRCU += aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
+		}
+		for _, it := range out.Items {
+			if err := each(it); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // add sums one counter item's minutes into their buckets: by type, and the
