@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/shardline/shardline/internal/cloudevent"
-	"github.com/shardline/shardline/internal/echo"
 	"github.com/shardline/shardline/internal/item"
-	"github.com/shardline/shardline/internal/tenant"
 	"github.com/shardline/shardline/internal/writer"
 )
 
@@ -40,12 +38,10 @@ type Reingested struct {
 
 // Reingest checks quarantined records again under the handler's current
 // configuration (MAX_EVENT_BYTES, RETENTION_DAYS, the clock), reading each
-// as first ingest read it: a record with an origin index is one event of an
-// array; a whole Kinesis record may be a KPL aggregate, read sub-record by
-// sub-record; any other is one event or a JSON array of them. Unless
-// dryRun, it then stores the events that are valid now exactly as Kinesis
-// and HTTP do: shard schedules, hour index and catalogue first, then each
-// event's item under its key, so that storing one twice leaves one item.
+// as first ingest read it (reread). Unless dryRun, it then stores the
+// events that are valid now exactly as Kinesis and HTTP do: shard
+// schedules, hour index and catalogue first, then each event's item under
+// its key, so that storing one twice leaves one item.
 //
 // An event without a time is stamped with rec.Received: the quarantine
 // keeps as a record's received time the very stamp first ingest gave its
@@ -57,14 +53,21 @@ type Reingested struct {
 func (h *Handler) Reingest(ctx context.Context, recs []Quarantined, dryRun bool) []Reingested {
 	start := h.now()
 	out := make([]Reingested, len(recs))
+	r := h.newReader(start, len(recs), true)
 	var units []unit
 	var labels []string // per unit, how Invalid names it
 	for i, rec := range recs {
-		evs, names, invalid := h.recheck(rec, start)
-		out[i].Invalid = invalid
-		for k := range evs {
-			units = append(units, unit{group: i, event: &evs[k], origin: rec.Origin, received: rec.Received})
-			labels = append(labels, names[k])
+		if requestFraming(rec) {
+			out[i].Invalid = []string{rec.Reason}
+			continue
+		}
+		for _, u := range h.reread(r, nil, i, rec) {
+			if u.event == nil {
+				out[i].Invalid = append(out[i].Invalid, label(u, u.rejected.Reason))
+				continue
+			}
+			units = append(units, u)
+			labels = append(labels, label(u, ""))
 		}
 	}
 	if dryRun {
@@ -85,97 +88,51 @@ func (h *Handler) Reingest(ctx context.Context, recs []Quarantined, dryRun bool)
 	return out
 }
 
-// recheck reads a quarantined record as first ingest would now: its valid
-// events, each one's name for messages ("event", "event 3", "sub-record 2:
-// event 3"), and why each other part is refused.
-//
-// A whole Kinesis record may be a KPL aggregate (one quarantined as
-// corrupt, or before ingest read aggregates): it is de-aggregated as
-// Kinesis does. A quarantined sub-record (an origin with a sub_index) holds
-// the sub-record's own bytes, and is read as a plain record.
-func (h *Handler) recheck(rec Quarantined, now time.Time) (evs []cloudevent.Event, names, invalid []string) {
-	if requestFraming(rec) {
-		return nil, nil, []string{rec.Reason}
+// reread appends to units a quarantined record's units as first ingest
+// would read it now (reader). A record with an origin index is one event
+// of an array, parsed whole. A whole Kinesis record may be a KPL aggregate
+// (one quarantined as corrupt, or before ingest read aggregates): it is
+// de-aggregated as Kinesis does. A quarantined sub-record (an origin with
+// a sub_index) holds the sub-record's own bytes, and is read as a plain
+// record; so is anything else. A record that arrived on a tenant's route
+// or own stream is checked again as ingest checks it. The units' origins
+// place them in the record itself, for label.
+func (h *Handler) reread(r *reader, units []unit, group int, rec Quarantined) []unit {
+	o := rec.Origin
+	o.Index, o.SubIndex = nil, nil
+	if o.Tenant == "" {
+		o.Tenant, _ = h.cfg.Tenants.StreamOwner(o.StreamARN)
 	}
+	in := record{data: rec.Raw, origin: o, received: rec.Received, group: group, field: kinesisField,
+		kpl: rec.Origin.SequenceNumber != "" && rec.Origin.SubIndex == nil}
 	if rec.Origin.Index != nil {
-		e, err := cloudevent.Parse(rec.Raw, now, rec.Received, h.limits())
-		if err != nil {
-			return nil, nil, []string{err.Error()}
-		}
-		if why := h.notTenants(rec, e); why != "" {
-			return nil, nil, []string{why}
-		}
-		return []cloudevent.Event{e}, []string{"event"}, nil
+		return r.event(units, in, rec.Raw, o, cloudevent.Parse)
 	}
-	field := kinesisField
 	if rec.Origin.RequestID != "" {
-		field = "body"
+		in.field = "body"
 	}
-	parts := []part{plainPart(rec.Raw, nil, field)}
-	if rec.Origin.SequenceNumber != "" && rec.Origin.SubIndex == nil {
-		var reason string
-		if parts, reason = splitKinesis(rec.Raw); reason != "" {
-			return nil, nil, []string{reason}
-		}
-	}
-	for _, p := range parts {
-		prefix := ""
-		if p.sub != nil {
-			prefix = fmt.Sprintf("sub-record %d: ", *p.sub)
-		}
-		if p.reason != "" {
-			invalid = append(invalid, prefix+p.reason)
-			continue
-		}
-		for j, raw := range p.raws {
-			name := "event"
-			if p.array {
-				name = fmt.Sprintf("event %d", j)
-			}
-			e, err := cloudevent.ParseElement(raw, now, rec.Received, h.limits())
-			if err != nil {
-				msg := err.Error()
-				if p.array {
-					msg = name + ": " + msg
-				}
-				invalid = append(invalid, prefix+msg)
-				continue
-			}
-			if why := h.notTenants(rec, e); why != "" {
-				if p.array {
-					why = name + ": " + why
-				}
-				invalid = append(invalid, prefix+why)
-				continue
-			}
-			evs = append(evs, e)
-			names = append(names, prefix+name)
-		}
-	}
-	return evs, names, invalid
+	return r.read(units, in)
 }
 
-// notTenants says why e, of the quarantined record rec, is refused for
-// its tenant, or "" when it is not: a record that arrived on a tenant's
-// route or own stream (its origin names the tenant, or its stream is the
-// tenant's) is checked again as ingest checks it, and one whose tenant
-// this configuration does not know stays refused.
-func (h *Handler) notTenants(rec Quarantined, e cloudevent.Event) string {
-	name := rec.Origin.Tenant
-	if name == "" {
-		name, _ = h.cfg.Tenants.StreamOwner(rec.Origin.StreamARN)
+// label is how a replay names u, a unit reread read, in its messages
+// ("event", "event 3", "sub-record 2: event 3"), or, with reason, says why
+// it is refused ("sub-record 2: event 3: id: is required").
+func label(u unit, reason string) string {
+	prefix := ""
+	if u.origin.SubIndex != nil {
+		prefix = fmt.Sprintf("sub-record %d: ", *u.origin.SubIndex)
 	}
-	if name == "" {
-		return ""
+	name := "event"
+	if u.origin.Index != nil {
+		name = fmt.Sprintf("event %d", *u.origin.Index)
 	}
-	if _, ok := h.cfg.Tenants.Tenant(name); !ok {
-		return tenant.ReasonPrefix + fmt.Sprintf("the record arrived for tenant %s, which this configuration does not declare; "+
-			"set %s (and %s) as the stack sets them for the ingest function", echo.Quote(name), tenant.EnvTenants, tenant.EnvStreams)
+	switch {
+	case reason == "":
+		return prefix + name
+	case u.origin.Index != nil:
+		return prefix + name + ": " + reason
 	}
-	if !h.cfg.Tenants.Owns(name, e.Source) {
-		return tenant.ReasonPrefix + tenant.NotOwned(name, e.Source)
-	}
-	return ""
+	return prefix + reason
 }
 
 // requestFraming: the record came in an API request and was refused for
