@@ -23,81 +23,88 @@ func validJSON(b []byte) bool {
 			return false
 		}
 		switch c := b[p]; c {
-		case '{':
+		case '{', '[':
 			if len(stack) >= maxDepth {
 				return false
 			}
 			p = skipSpace(b, p+1)
-			if p < len(b) && b[p] == '}' {
+			if p < len(b) && b[p] == c+2 { // '}' or ']': an empty container is a value
 				p++
 				break
 			}
-			stack = append(stack, '{')
-			if p = objectKey(b, p); p < 0 {
-				return false
+			stack = append(stack, c)
+			if c == '{' {
+				if p = objectKey(b, p); p < 0 {
+					return false
+				}
 			}
-			continue
-		case '[':
-			if len(stack) >= maxDepth {
-				return false
-			}
-			p = skipSpace(b, p+1)
-			if p < len(b) && b[p] == ']' {
-				p++
-				break
-			}
-			stack = append(stack, '[')
 			continue
 		case '"':
-			if p = validString(b, p); p < 0 {
-				return false
-			}
-		case 't':
-			if !hasLiteral(b, p, "true") {
-				return false
-			}
-			p += 4
-		case 'f':
-			if !hasLiteral(b, p, "false") {
-				return false
-			}
-			p += 5
-		case 'n':
-			if !hasLiteral(b, p, "null") {
-				return false
-			}
-			p += 4
+			p = validString(b, p)
 		default:
-			if p = validNumber(b, p); p < 0 {
-				return false
-			}
+			p = validScalar(b, p)
+		}
+		if p < 0 {
+			return false
 		}
 		// A value ended at p: close containers, or move to the next value.
-		for {
-			p = skipSpace(b, p)
-			if len(stack) == 0 {
-				return p == len(b)
+		if p, stack = nextValue(b, p, stack); p < 0 {
+			return false
+		}
+		if len(stack) == 0 {
+			return p == len(b)
+		}
+	}
+}
+
+// validScalar checks the literal or number at p and returns where it
+// ends, or -1.
+func validScalar(b []byte, p int) int {
+	switch b[p] {
+	case 't':
+		if hasLiteral(b, p, "true") {
+			return p + 4
+		}
+	case 'f':
+		if hasLiteral(b, p, "false") {
+			return p + 5
+		}
+	case 'n':
+		if hasLiteral(b, p, "null") {
+			return p + 4
+		}
+	default:
+		return validNumber(b, p)
+	}
+	return -1
+}
+
+// nextValue moves on from the end of a value at p: it closes the
+// containers that end there and returns where the next value begins (past
+// a comma, and an object's next key) with the containers still open, or
+// -1. With none left open, p is past the whitespace after the last value.
+func nextValue(b []byte, p int, stack []byte) (int, []byte) {
+	for {
+		p = skipSpace(b, p)
+		if len(stack) == 0 {
+			return p, stack
+		}
+		if p >= len(b) {
+			return -1, stack
+		}
+		top := stack[len(stack)-1]
+		switch {
+		case b[p] == ',':
+			p = skipSpace(b, p+1)
+			if top == '{' {
+				p = objectKey(b, p)
 			}
-			if p >= len(b) {
-				return false
-			}
-			top := stack[len(stack)-1]
-			switch {
-			case b[p] == ',':
-				p = skipSpace(b, p+1)
-				if top == '{' {
-					if p = objectKey(b, p); p < 0 {
-						return false
-					}
-				}
-			case top == '{' && b[p] == '}', top == '[' && b[p] == ']':
-				stack = stack[:len(stack)-1]
-				p++
-				continue
-			default:
-				return false
-			}
-			break
+			return p, stack
+		case top == '{' && b[p] == '}', top == '[' && b[p] == ']':
+			stack = stack[:len(stack)-1]
+			p++
+		default:
+			return -1, stack
 		}
 	}
 }
