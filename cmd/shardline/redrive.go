@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
@@ -62,7 +63,14 @@ to stdout.
 Configuration: the ingest function's environment variables, set as the
 deployed function has them: EVENTS_TABLE (or -table), SHARDS_DEFAULT,
 SHARDS_OVERRIDES, GSI_SHARDS_DEFAULT, GSI_SHARDS_OVERRIDES,
-QUARANTINE_SHARDS, RETENTION_DAYS, MAX_EVENT_BYTES, WRITE_CONCURRENCY. AWS
+QUARANTINE_SHARDS, RETENTION_DAYS, MAX_EVENT_BYTES, WRITE_CONCURRENCY.
+The tenants (TENANTS, TENANT_STREAMS) are read from the deployed ingest
+function named in Lambda's record (--tenants function, the default), so
+that a tenant's own stream's records are checked against the tenant's
+prefixes as the function checks them, and a foreign one is quarantined,
+never stored; an object whose function cannot be read, or writes another
+table, stays. --tenants env takes them from this environment instead (make
+run's engines have no Lambda to ask; unset, there are no tenants). AWS
 credentials and region (the stack's) come from the SDK's default chain
 (AWS_PROFILE, AWS_REGION, ...). AWS_ENDPOINT_URL_S3 and
 AWS_ENDPOINT_URL_DYNAMODB point it at local engines, such as those make
@@ -76,6 +84,7 @@ a bucket, the keys that match:
   redrive --dry-run:
     s3:ListBucket            the FailedBatches bucket
     s3:GetObject             aws/lambda/* in the FailedBatches bucket
+    lambda:GetFunctionConfiguration  the ingest function (with --tenants function, the default)
   redrive, besides what --dry-run needs (what the ingest, counter and archive functions may do):
     s3:DeleteObject          aws/lambda/* in the FailedBatches bucket
     dynamodb:BatchWriteItem  E# (events), Q# (quarantined records)
@@ -113,6 +122,7 @@ type redriveFlags struct {
 	bucket, prefix, table             string
 	ingestMap, counterMap, archiveMap string
 	archiveBucket, archiveDir         string
+	tenants                           string
 	dryRun, verbose                   bool
 	max, attempts                     int
 }
@@ -132,6 +142,7 @@ func newRedriveFlags(stderr io.Writer) *redriveFlags {
 	fs.IntVar(&f.max, "max", 0, "handle at most this many objects (0: all)")
 	fs.StringVar(&f.table, "table", "", "the events table (default $EVENTS_TABLE)")
 	fs.IntVar(&f.attempts, "attempts", redrive.DefaultAttempts, "runs of a consumer's code with a batch before its object is left for a later run")
+	fs.StringVar(&f.tenants, "tenants", tenantsFromFunction, "where the ingest function's tenants come from: \"function\", its configuration in Lambda; \"env\", TENANTS and TENANT_STREAMS here")
 	fs.BoolVar(&f.verbose, "v", false, "also log the consumers' own lines")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, redriveHelp)
@@ -153,6 +164,8 @@ func (f *redriveFlags) parse(args []string) error {
 		return fmt.Errorf("--max %d: must be 0 (all) or more", f.max)
 	case f.archiveBucket != "" && f.archiveDir != "":
 		return errors.New("--archive-bucket and --archive-dir: give one, where the archive is")
+	case f.tenants != tenantsFromFunction && f.tenants != tenantsFromEnv:
+		return fmt.Errorf("--tenants %q: give %q (the ingest function's, read from Lambda) or %q (TENANTS and TENANT_STREAMS of this environment)", f.tenants, tenantsFromFunction, tenantsFromEnv)
 	case !strings.HasPrefix(f.prefix, onfailure.Prefix):
 		return fmt.Errorf("--prefix %q: Lambda writes under %s; give that or a prefix under it", f.prefix, onfailure.Prefix)
 	}
@@ -211,9 +224,12 @@ func redriveCmd(args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	ingests := &ingestByFunction{from: f.tenants, cfg: env.cfg, lambda: lambda.NewFromConfig(awsCfg),
+		new: func(cfg ingest.Config) redrive.KinesisHandler {
+			return ingest.New(cfg, env.client, ingest.Options{Logger: logger}).Kinesis
+		}}
 	r := &redrive.Redriver{
-		S3: s3c, Bucket: f.bucket, Mappings: f.mappings(),
-		Ingest:  ingest.New(env.cfg, env.client, ingest.Options{Logger: logger}).Kinesis,
+		S3: s3c, Bucket: f.bucket, Mappings: f.mappings(), IngestFor: ingests.handler,
 		Chain:   &counts.Chain{Client: env.client, Table: env.cfg.Table, Retention: env.cfg.Retention},
 		Counter: &counts.Counter{Client: env.client, Table: env.cfg.Table, Retention: env.cfg.Retention},
 		Log:     slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),

@@ -155,10 +155,12 @@ func TestRedriveCommand(t *testing.T) {
 	ddbRec := newRecorder(t, testddb.Endpoint(t), dynamoCalls)
 	archiveBucket := tests3.Bucket(t)
 	s3Rec := newRecorder(t, tests3.Endpoint(t), s3Calls(map[string]string{bucket: "FailedBatches", archiveBucket: "ArchiveBucket"}))
-	calls := func() []awsCall { return append(ddbRec.take(), s3Rec.take()...) }
+	lambdaAPI := newFakeLambda(t) // the ingest function's tenants, read by --tenants function (the default)
+	lambdaAPI.set("Shardline-Ingest-A1", map[string]string{"EVENTS_TABLE": table})
+	calls := func() []awsCall { return append(append(ddbRec.take(), s3Rec.take()...), lambdaAPI.take()...) }
 	for k, v := range map[string]string{
 		"EVENTS_TABLE": table, "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-		"AWS_ENDPOINT_URL_DYNAMODB": ddbRec.URL, "AWS_ENDPOINT_URL_S3": s3Rec.URL, "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_ENDPOINT_URL_DYNAMODB": ddbRec.URL, "AWS_ENDPOINT_URL_S3": s3Rec.URL, "AWS_ENDPOINT_URL_LAMBDA": lambdaAPI.URL, "AWS_EC2_METADATA_DISABLED": "true",
 		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
 	} {
 		t.Setenv(k, v)

@@ -301,7 +301,7 @@ batches the local mappings give up on land, records included, in the local S3 bu
   EVENTS_TABLE={{.Table}} AWS_REGION={{.Region}} AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
   AWS_ENDPOINT_URL_DYNAMODB={{.Endpoint}} AWS_ENDPOINT_URL_S3={{.S3}} \
     ./bin/shardline redrive --bucket {{.Bucket}} --ingest-mapping {{.IngestMapping}} --counter-mapping {{.CounterMapping}} --archive-mapping {{.ArchiveMapping}} \
-      --archive-dir {{.ArchiveDir}} --dry-run
+      --archive-dir {{.ArchiveDir}} --tenants env --dry-run
 
 open the explorer, a page over the API, at {{.URL}}/
 serving until Ctrl-C

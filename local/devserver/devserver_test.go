@@ -42,7 +42,7 @@ func TestRun(t *testing.T) {
 		"writing events/v2/bucket=<NN>/day=<day>/... to ",
 		"Kinesis (kinesalite) at " + kin.Endpoint + ": stream shardline-events (arn:aws:kinesis:us-east-1:000000000000:stream/shardline-events)",
 		"aws kinesis put-record --endpoint-url " + kin.Endpoint + " --region us-east-1", "go, records included, to the local S3 bucket " + kin.Bucket,
-		"AWS_ENDPOINT_URL_S3=" + kin.S3, "shardline redrive --bucket shardline-failed-batches --ingest-mapping local-ingest --counter-mapping local-counter --archive-mapping local-archive"} {
+		"AWS_ENDPOINT_URL_S3=" + kin.S3, "shardline redrive --bucket shardline-failed-batches --ingest-mapping local-ingest --counter-mapping local-counter --archive-mapping local-archive", "--tenants env --dry-run"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

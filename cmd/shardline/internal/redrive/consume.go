@@ -41,12 +41,12 @@ func records(rec onfailure.Record) (batch, error) {
 	return b, nil
 }
 
-// process runs b through consumer c and returns how many records it
-// processed; an error leaves the object.
-func (r *Redriver) process(ctx context.Context, o Options, c Consumer, shardID string, b batch) (int, error) {
+// process runs b through consumer c (an ingest batch through h) and
+// returns how many records it processed; an error leaves the object.
+func (r *Redriver) process(ctx context.Context, o Options, c Consumer, shardID string, b batch, h KinesisHandler) (int, error) {
 	switch {
-	case c == Ingest && r.Ingest != nil:
-		return r.ingest(ctx, o, b.kinesis)
+	case c == Ingest && h != nil:
+		return ingestWith(ctx, o, h, b.kinesis)
 	case c == Counter && r.Chain != nil && r.Counter != nil:
 		return retry(ctx, o, func(ctx context.Context) (int, error) {
 			st, err := r.countAgain(ctx, shardID, b.stream)

@@ -7,17 +7,17 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// ingest stores a Kinesis batch's records through the ingest handler, in
+// ingestWith stores a Kinesis batch's records through the ingest handler h, in
 // invocations of at most BatchSize records. After a partial failure only
 // the reported records are sent again; a record's time, when its event has
 // none, is its arrival time, the same on every replay.
-func (r *Redriver) ingest(ctx context.Context, o Options, recs []events.KinesisEventRecord) (int, error) {
+func ingestWith(ctx context.Context, o Options, h KinesisHandler, recs []events.KinesisEventRecord) (int, error) {
 	done := 0
 	for start := 0; start < len(recs); start += o.BatchSize {
 		chunk := recs[start:min(start+o.BatchSize, len(recs))]
 		pending := chunk
 		_, err := retry(ctx, o, func(ctx context.Context) (int, error) {
-			resp, err := r.Ingest(ctx, events.KinesisEvent{Records: append([]events.KinesisEventRecord(nil), pending...)})
+			resp, err := h(ctx, events.KinesisEvent{Records: append([]events.KinesisEventRecord(nil), pending...)})
 			if err != nil {
 				return 0, fmt.Errorf("the ingest handler failed: %w", err)
 			}

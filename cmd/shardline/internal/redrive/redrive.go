@@ -61,6 +61,13 @@ type Redriver struct {
 	// Ingest is the ingest function's Kinesis handler
 	// (ingest.Handler.Kinesis); nil leaves Kinesis batches in the bucket.
 	Ingest KinesisHandler
+	// IngestFor, when set, is used instead of Ingest: the handler for a
+	// batch the function named (its ARN, from Lambda's record) gave up,
+	// configured as that function is. shardline redrive reads the
+	// function's tenants from Lambda, so that a tenant stream's records
+	// are checked as the function checks them. An error leaves the
+	// object, in a dry run too.
+	IngestFor func(ctx context.Context, function string) (KinesisHandler, error)
 	// Chain and Counter are the counter's code: its L0 chain, and the
 	// per-source counter of earlier releases, for the batches given up
 	// before the chain began; Archive is the archive's. Nil leaves their
@@ -246,11 +253,18 @@ func (r *Redriver) handle(ctx context.Context, o Options, key string) Result {
 		res.Outcome, res.Err = Unknown, err
 		return res
 	}
+	h := r.Ingest
+	if res.Consumer == Ingest && r.IngestFor != nil {
+		if h, err = r.IngestFor(ctx, rec.RequestContext.FunctionARN); err != nil {
+			res.Outcome, res.Err = Failed, err
+			return res
+		}
+	}
 	if o.DryRun {
 		res.Outcome = WouldRedrive
 		return res
 	}
-	res.Done, err = r.process(ctx, o, res.Consumer, rec.Batch().ShardID, b)
+	res.Done, err = r.process(ctx, o, res.Consumer, rec.Batch().ShardID, b, h)
 	var amb *counts.AmbiguousError
 	switch {
 	case errors.As(err, &amb):
