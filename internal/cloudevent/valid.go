@@ -27,13 +27,11 @@ func validJSON(b []byte) bool {
 			if len(stack) >= maxDepth {
 				return false
 			}
-			p = skipSpace(b, p+1)
-			if p < len(b) && b[p] == c+2 { // '}' or ']': an empty container is a value
+			if p = skipSpace(b, p+1); p < len(b) && b[p] == c+2 { // '}' or ']': empty
 				p++
 				break
 			}
-			stack = append(stack, c)
-			if c == '{' {
+			if stack = append(stack, c); c == '{' {
 				if p = objectKey(b, p); p < 0 {
 					return false
 				}
@@ -41,72 +39,53 @@ func validJSON(b []byte) bool {
 			continue
 		case '"':
 			p = validString(b, p)
+		case 't', 'f', 'n':
+			p = validLiteral(b, p)
 		default:
-			p = validScalar(b, p)
+			p = validNumber(b, p)
+		}
+		// A value ended at p: close containers, or move to the next value.
+		for p >= 0 {
+			if p = skipSpace(b, p); len(stack) == 0 {
+				return p == len(b)
+			}
+			if p >= len(b) {
+				return false
+			}
+			top := stack[len(stack)-1]
+			if b[p] != ',' {
+				if b[p] != top+2 { // '}' or ']'
+					return false
+				}
+				stack = stack[:len(stack)-1]
+				p++
+				continue
+			}
+			if p = skipSpace(b, p+1); top == '{' {
+				p = objectKey(b, p)
+			}
+			break
 		}
 		if p < 0 {
 			return false
 		}
-		// A value ended at p: close containers, or move to the next value.
-		if p, stack = nextValue(b, p, stack); p < 0 {
-			return false
-		}
-		if len(stack) == 0 {
-			return p == len(b)
-		}
 	}
 }
 
-// validScalar checks the literal or number at p and returns where it
+// validLiteral checks the true, false or null at p and returns where it
 // ends, or -1.
-func validScalar(b []byte, p int) int {
+func validLiteral(b []byte, p int) int {
+	lit := "null"
 	switch b[p] {
 	case 't':
-		if hasLiteral(b, p, "true") {
-			return p + 4
-		}
+		lit = "true"
 	case 'f':
-		if hasLiteral(b, p, "false") {
-			return p + 5
-		}
-	case 'n':
-		if hasLiteral(b, p, "null") {
-			return p + 4
-		}
-	default:
-		return validNumber(b, p)
+		lit = "false"
 	}
-	return -1
-}
-
-// nextValue moves on from the end of a value at p: it closes the
-// containers that end there and returns where the next value begins (past
-// a comma, and an object's next key) with the containers still open, or
-// -1. With none left open, p is past the whitespace after the last value.
-func nextValue(b []byte, p int, stack []byte) (int, []byte) {
-	for {
-		p = skipSpace(b, p)
-		if len(stack) == 0 {
-			return p, stack
-		}
-		if p >= len(b) {
-			return -1, stack
-		}
-		top := stack[len(stack)-1]
-		switch {
-		case b[p] == ',':
-			p = skipSpace(b, p+1)
-			if top == '{' {
-				p = objectKey(b, p)
-			}
-			return p, stack
-		case top == '{' && b[p] == '}', top == '[' && b[p] == ']':
-			stack = stack[:len(stack)-1]
-			p++
-		default:
-			return -1, stack
-		}
+	if !hasLiteral(b, p, lit) {
+		return -1
 	}
+	return p + len(lit)
 }
 
 // objectKey checks a member name and its colon at p, and returns where
