@@ -103,7 +103,7 @@ func (h *Handler) kinesisUnits(recs []events.KinesisEventRecord, now time.Time) 
 			SequenceNumber: rec.Kinesis.SequenceNumber,
 		}
 		origin.Tenant, _ = h.cfg.Tenants.StreamOwner(rec.EventSourceArn)
-		units = r.read(units, record{data: rec.Kinesis.Data, origin: origin, received: arrival, group: i, kpl: true})
+		units = r.read(units, &record{data: rec.Kinesis.Data, origin: origin, received: arrival, group: i, kpl: true})
 	}
 	return units, r.refused
 }

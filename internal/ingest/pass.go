@@ -67,9 +67,9 @@ func (p *Pass) Read(raw []byte, o item.Origin, received time.Time, group int) []
 	}
 	var units []unit
 	if o.Index != nil {
-		units = p.r.event(nil, in, raw, in.origin, cloudevent.Parse)
+		units = p.r.event(nil, &in, raw, &in.origin, cloudevent.Parse)
 	} else {
-		units = p.r.read(nil, in)
+		units = p.r.read(nil, &in)
 	}
 	parts := make([]Part, len(units))
 	for i, u := range units {

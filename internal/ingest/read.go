@@ -49,7 +49,7 @@ type record struct {
 // read appends rec's units to units: its events, and what must be
 // quarantined, each unit's origin placing it in the record (SubIndex,
 // Index).
-func (r *reader) read(units []unit, rec record) []unit {
+func (r *reader) read(units []unit, rec *record) []unit {
 	if !rec.kpl {
 		return r.part(units, rec, plainPart(rec.data, nil, rec.field))
 	}
@@ -64,7 +64,7 @@ func (r *reader) read(units []unit, rec record) []unit {
 }
 
 // part appends the units of p, a piece of rec read as a record of its own.
-func (r *reader) part(units []unit, rec record, p part) []unit {
+func (r *reader) part(units []unit, rec *record, p part) []unit {
 	o := rec.origin
 	if p.sub != nil {
 		o.SubIndex = p.sub
@@ -78,7 +78,7 @@ func (r *reader) part(units []unit, rec record, p part) []unit {
 			j := j // escapes: declared here, only an array's events pay for it
 			o.Index = &j
 		}
-		units = r.event(units, rec, raw, o, cloudevent.ParseElement)
+		units = r.event(units, rec, raw, &o, cloudevent.ParseElement)
 	}
 	return units
 }
@@ -89,17 +89,17 @@ type parser func(raw []byte, now, stamp time.Time, lim cloudevent.Limits) (cloud
 
 // event appends the unit of raw, one event of rec at o: its event, or the
 // record to quarantine with why it is refused.
-func (r *reader) event(units []unit, rec record, raw []byte, o item.Origin, parse parser) []unit {
+func (r *reader) event(units []unit, rec *record, raw []byte, o *item.Origin, parse parser) []unit {
 	e, err := parse(raw, r.now, rec.received, r.limits)
 	if err != nil {
-		return append(units, rejectedUnit(rec.group, raw, err.Error(), o, rec.received))
+		return append(units, rejectedUnit(rec.group, raw, err.Error(), *o, rec.received))
 	}
 	if why := r.notTenants(o.Tenant, e.Source); why != "" {
 		r.refused++
-		return append(units, rejectedUnit(rec.group, raw, why, o, rec.received))
+		return append(units, rejectedUnit(rec.group, raw, why, *o, rec.received))
 	}
 	r.evs = append(r.evs, e) // a pointer into a grown slice stays valid: events are not changed after parsing
-	return append(units, unit{group: rec.group, event: &r.evs[len(r.evs)-1], origin: o, received: rec.received})
+	return append(units, unit{group: rec.group, event: &r.evs[len(r.evs)-1], origin: *o, received: rec.received})
 }
 
 // notTenants says why an event of source, in a record of tenant name,

@@ -201,7 +201,7 @@ func (h *Handler) parseEvents(body []byte, batch bool, req apiRequest) (parsed, 
 	// request whole (checkSources).
 	r := h.newReader(req.now, len(raws), false)
 	var p parsed
-	p.units = r.part(make([]unit, 0, len(raws)), record{origin: req.origin, received: req.received}, part{data: body, raws: raws, array: array})
+	p.units = r.part(make([]unit, 0, len(raws)), &record{origin: req.origin, received: req.received}, part{data: body, raws: raws, array: array})
 	for n := range p.units {
 		u := &p.units[n]
 		if u.origin.Index != nil {
