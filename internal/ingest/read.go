@@ -25,8 +25,8 @@ type reader struct {
 	checkTenants bool
 	evs          []cloudevent.Event // the units' events: one allocation for many
 	split        splitter
-	refused      int // events refused for not being their tenant's
-	declared     string
+	refused      int    // events refused for not being their tenant's
+	declared     string // the last tenant found declared: a batch's records mostly share one
 }
 
 // newReader is a reader validating at now, sized for about n events, that
