@@ -88,7 +88,7 @@ func (u Usage) Lines(p Prices, keepZero bool) []Line {
 		{"DynamoDB", "shard records", u.ShardRecordWRU, "WRU", u.ShardRecordWRU * wru, true},
 		{"DynamoDB", "catalogue entries", u.CatalogueWRU, "WRU", u.CatalogueWRU * wru, true},
 		{"DynamoDB", "demand reports", u.DemandWRU, "WRU", u.DemandWRU * wru, true},
-		{"DynamoDB", "counter updates", u.CounterWRU, "WRU", u.CounterWRU * wru, true},
+		{"DynamoDB", "counts levels (links, packs, hour items)", u.CounterWRU, "WRU", u.CounterWRU * wru, true},
 		{"DynamoDB", "bookkeeping reads", u.BookkeepingRRU, "RRU", u.BookkeepingRRU * p.DynamoDBReadUnitPerMillion / 1e6, true},
 		{"DynamoDB", "stream reads (counter, archive; free for Lambda)", u.StreamRecords, "records", 0, true},
 		{"DynamoDB", "storage for the retention", u.TableGBMonth, "GB-month", u.TableGBMonth * p.DynamoDBStorageGBMonth, false},

@@ -123,7 +123,7 @@ func TestCostSmallSample(t *testing.T) {
 		t.Errorf("totals: shardline %v, seed %v, Firehose %v", r.Total, r.SeedTotal, r.FirehoseTotal)
 	}
 	md := rep.Markdown()
-	for _, s := range []string{"hour-index marks", "counter updates", "PUT payload units", "Firehose", "seed articles"} {
+	for _, s := range []string{"hour-index marks", "counts levels (links, packs, hour items)", "PUT payload units", "Firehose", "seed articles"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("the table lacks %q", s)
 		}

@@ -273,7 +273,7 @@ func deliver(ctx context.Context, c *counts.Counter, b batch) error {
 // checkCount fails unless the counts of source from from to to add up to
 // want: a bench of a counter that miscounts measures nothing.
 func checkCount(ctx context.Context, client *dynamodb.Client, table, source string, from, to time.Time, want int64) error {
-	resp, err := counts.Read(ctx, client, table, counts.Request{Source: source, From: from, To: to, Interval: to.Sub(from), Name: "all"})
+	resp, err := counts.ReadLevels(ctx, client, table, counts.DefaultBuckets, counts.Request{Source: source, From: from, To: to, Interval: to.Sub(from), Name: "all"})
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // L0 of the counts (docs/counts.md, "Counters that do not pay per source
@@ -350,87 +349,6 @@ func (c *Chain) register(ctx context.Context, shardID string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("L0 chain of %s: register it: %w", shardID, err)
-	}
-	return nil
-}
-
-// notCountedBefore is recs without those the per-source counter (the
-// previous release) counted: a batch it counted in part may come again to
-// a chain's first invocation, after the switch-over. It reads, strongly
-// consistent and 100 at a time, the watermark of shardID in each counter
-// item the batch touches, and drops the records at or below it. Only a
-// chain's batches before its first link pay it: later ones cannot reach
-// back before the chain.
-func (c *Chain) notCountedBefore(ctx context.Context, shardID string, recs []record) ([]record, error) {
-	sid := shortID(shardID, shardIDBytes)
-	groups := group(recs)
-	marks := map[itemKey]string{}
-	for i := 0; i < len(groups); i += batchGetKeys {
-		var keys []map[string]types.AttributeValue
-		for _, g := range groups[i:min(i+batchGetKeys, len(groups))] {
-			keys = append(keys, key(bucketing.CounterPK(g.source), g.slice))
-		}
-		if err := c.readMarks(ctx, sid, keys, marks); err != nil {
-			return nil, fmt.Errorf("L0 chain of %s: read the per-source counter's watermarks: %w", shardID, err)
-		}
-	}
-	var out []record
-	for _, g := range groups {
-		if m, ok := marks[itemKey{g.source, g.slice}]; ok {
-			out = append(out, above(g.recs, m)...)
-		} else {
-			out = append(out, g.recs...)
-		}
-	}
-	sortBySeq(out)
-	return out, nil
-}
-
-// batchGetKeys is the most keys one BatchGetItem takes.
-const batchGetKeys = 100
-
-// maxUnprocessed bounds the BatchGetItem rounds for keys DynamoDB left
-// unprocessed.
-const maxUnprocessed = 10
-
-// readMarks reads watermark sid of the counter items keys into marks.
-func (c *Chain) readMarks(ctx context.Context, sid string, keys []map[string]types.AttributeValue, marks map[itemKey]string) error {
-	for round := 0; len(keys) > 0; round++ {
-		if round == maxUnprocessed {
-			return fmt.Errorf("%d keys left unprocessed after %d rounds", len(keys), round)
-		}
-		if round > 0 {
-			if err := sleepUntil(ctx, time.Now, time.Now().Add(time.Duration(round)*50*time.Millisecond)); err != nil {
-				return err
-			}
-		}
-		out, err := c.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{c.Table: {
-			Keys:                     keys,
-			ConsistentRead:           aws.Bool(true),
-			ProjectionExpression:     aws.String("#pk, #sk, #w"),
-			ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK, "#w": markPrefix + sid},
-		}}})
-		if err != nil {
-			return err
-		}
-		for _, it := range out.Responses[c.Table] {
-			pk, _ := it[schema.PK].(*types.AttributeValueMemberS)
-			sk, _ := it[schema.SK].(*types.AttributeValueMemberS)
-			w, _ := it[markPrefix+sid].(*types.AttributeValueMemberN)
-			if pk == nil || sk == nil || w == nil {
-				continue
-			}
-			source, err := bucketing.ParseCounterPK(pk.Value)
-			if err != nil {
-				return err
-			}
-			m, err := canonicalSeq(w.Value)
-			if err != nil {
-				return fmt.Errorf("counter %s %s: %w", source, sk.Value, err)
-			}
-			marks[itemKey{source, sk.Value}] = m
-		}
-		keys = out.UnprocessedKeys[c.Table].Keys
 	}
 	return nil
 }

@@ -89,6 +89,7 @@ func (f *FoldFunction) report(ctx context.Context, st MinuteStats, err error, d 
 		slog.Int("packs", st.Fold.Packs),
 		slog.Bool("rolled", st.Rolled),
 		slog.Int("items", st.Rollup.Items),
+		slog.Bool("left", st.Rollup.Left), // the roll-up's budget ran out: the next minute goes on with it
 		slog.Int("conflicts", st.Rollup.Conflicts),
 		slog.Float64("wcu", st.Fold.WCU+st.Rollup.WCU),
 		slog.Int64("overflowed", st.Rollup.Overflowed),

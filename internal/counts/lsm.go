@@ -50,6 +50,7 @@ type LSM struct {
 	Now         func() time.Time // default time.Now
 	Concurrency int              // requests at once; default 16
 	MaxTypes    int              // types an L2 item's ten minutes count by name; default MaxTypesPerItem
+	RollupItems int              // L2 items one Rollup takes at most; default DefaultRollupItems
 }
 
 // Keys of the levels above L0. None is a source's counter partition: an

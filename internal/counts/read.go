@@ -80,19 +80,6 @@ func Query(table string, r Request) *dynamodb.QueryInput {
 	}
 }
 
-// Read answers r from the counter items of its range: one Query over the
-// source's counter partition, paged by DynamoDB's 1 MB.
-func Read(ctx context.Context, c QueryAPI, table string, r Request) (Response, error) {
-	resp := Response{Interval: r.Name, From: r.From.Format(time.RFC3339), To: r.To.Format(time.RFC3339)}
-	t := newTally(r)
-	err := pages(ctx, c, Query(table, r), &resp.Plan, func(it map[string]types.AttributeValue) error { return r.add(t, it) })
-	if err != nil {
-		return resp, fmt.Errorf("read counters of %s: %w", r.Source, err)
-	}
-	resp.Series = r.series(t.done())
-	return resp, nil
-}
-
 // pages runs q page by page (DynamoDB's 1 MB), counting each request and
 // the read units it consumed in plan, and calls each with every item.
 func pages(ctx context.Context, c QueryAPI, q *dynamodb.QueryInput, plan *Plan, each func(map[string]types.AttributeValue) error) error {

@@ -63,8 +63,43 @@ func (c *Counter) Redrive(ctx context.Context, shardID string, recs []events.Dyn
 		n = nil // the note is of an attempt with fewer records: it does not cover the batch
 	}
 	redriveShard := "redrive/" + shardID + "/" + first
-	sid, rsid := shortID(shardID, shardIDBytes), shortID(redriveShard, shardIDBytes)
 	groups := group(parsed)
+	missing, ambiguous, err := c.missing(ctx, groups, n, shortID(shardID, shardIDBytes), shortID(redriveShard, shardIDBytes), end)
+	if err != nil {
+		return st, err
+	}
+	todo := make([]events.DynamoDBEventRecord, 0, len(recs))
+	want := map[string]bool{}
+	for i, g := range groups {
+		for _, r := range missing[i] {
+			want[r.seq] = true
+		}
+		st.Already += len(g.recs) - len(missing[i])
+	}
+	for _, r := range recs {
+		if seq, err := canonicalSeq(r.Change.SequenceNumber); err == nil && want[seq] {
+			todo = append(todo, r)
+		}
+	}
+	if len(todo) > 0 {
+		applied, err := c.Apply(ctx, redriveShard, todo)
+		st.Counted = applied.Counted
+		st.Already += applied.Seen
+		if err != nil {
+			return st, err
+		}
+	}
+	if len(ambiguous) > 0 {
+		return st, &AmbiguousError{Shard: shardID, Items: ambiguous}
+	}
+	return st, nil
+}
+
+// missing says, for each of groups (a given-up batch's records by counter
+// item), which records were not counted (decide), reading each item's
+// watermarks of shard sid and of the batch's redrive, rsid; and names the
+// items for which that cannot be told.
+func (c *Counter) missing(ctx context.Context, groups []itemGroup, n *note, sid, rsid, end string) ([][]record, []string, error) {
 	missing := make([][]record, len(groups))
 	errs := make([]error, len(groups))
 	var (
@@ -87,34 +122,12 @@ func (c *Counter) Redrive(ctx context.Context, shardID string, recs []events.Dyn
 		}
 		missing[i] = recs
 	})
-	want := map[string]bool{}
-	for i, g := range groups {
-		if errs[i] != nil {
-			return st, errs[i]
-		}
-		for _, r := range missing[i] {
-			want[r.seq] = true
-		}
-		st.Already += len(g.recs) - len(missing[i])
-	}
-	var todo []events.DynamoDBEventRecord
-	for _, r := range recs {
-		if seq, err := canonicalSeq(r.Change.SequenceNumber); err == nil && want[seq] {
-			todo = append(todo, r)
-		}
-	}
-	if len(todo) > 0 {
-		applied, err := c.Apply(ctx, redriveShard, todo)
-		st.Counted = applied.Counted
-		st.Already += applied.Seen
+	for _, err := range errs {
 		if err != nil {
-			return st, err
+			return nil, nil, err
 		}
 	}
-	if len(ambiguous) > 0 {
-		return st, &AmbiguousError{Shard: shardID, Items: ambiguous}
-	}
-	return st, nil
+	return missing, ambiguous, nil
 }
 
 // decide says which of g's records are not counted, from, in this order:

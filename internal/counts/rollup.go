@@ -27,6 +27,11 @@ type RollupStats struct {
 	// OverflowBySource.
 	Overflowed       int64
 	OverflowBySource map[string]int64
+	// Taken is the L2 items read (and written when they lacked runs)
+	// against RollupItems; Left, that the budget ran out before every
+	// bucket's pass of the hour was done.
+	Taken int
+	Left  bool
 }
 
 // addOverflow counts n events of source written without their type.
@@ -54,6 +59,10 @@ type runTuples struct {
 // a write adds only the runs above it, on condition that it has not moved,
 // so a roll-up run twice, or stopped half way and run again, adds each run
 // to an item once. A quiet source's hour is written once, after the hour.
+//
+// One Rollup takes at most RollupItems items (and none when its context
+// ends within rollReserve); it then answers Left, and the next Rollup of
+// the same hour goes on where each bucket's pass stopped (rollpass.go).
 func (l *LSM) Rollup(ctx context.Context) (RollupStats, error) {
 	var st RollupStats
 	done, err := l.getNumber(ctx, foldPK, foldStateSK, foldDone)
@@ -61,17 +70,20 @@ func (l *LSM) Rollup(ctx context.Context) (RollupStats, error) {
 		return st, fmt.Errorf("roll-up: %w", err)
 	}
 	cutoff := l.now().UTC().Truncate(time.Hour)
+	bud := newBudget(ctx, l.rollupItems())
 	var mu sync.Mutex
 	err = l.each(l.buckets(), func(b int) error {
-		bs, err := l.rollBucket(ctx, b, done, cutoff)
+		bs, err := l.rollBucket(ctx, b, done, cutoff, bud)
 		mu.Lock()
 		defer mu.Unlock()
 		if bs.Items > 0 || err != nil {
 			st.Buckets++
 		}
 		st.Items += bs.Items
+		st.Taken += bs.Taken
 		st.Conflicts += bs.Conflicts
 		st.WCU += bs.WCU
+		st.Left = st.Left || bs.Left
 		for source, n := range bs.OverflowBySource {
 			st.addOverflow(source, n)
 		}
@@ -80,43 +92,11 @@ func (l *LSM) Rollup(ctx context.Context) (RollupStats, error) {
 	return st, err
 }
 
-// rollBucket rolls bucket b's runs after its cursor, up to done, for the
-// hours before cutoff; the cursor moves to the last run all of whose
-// tuples are in L2.
-func (l *LSM) rollBucket(ctx context.Context, b int, done int64, cutoff time.Time) (RollupStats, error) {
-	var st RollupStats
-	rolled, err := l.getNumber(ctx, rolledPK, l.rolledSK(b), rolledRun)
-	if err != nil || rolled >= done {
-		return st, err
-	}
-	runs, _, err := l.readPacks(ctx, b, rolled, done)
-	if err != nil {
-		return st, err
-	}
-	items := map[itemKey][]runTuples{}
-	var order []itemKey
-	next := done
-	for _, rt := range runs {
-		for _, x := range rt.tuples {
-			if !x.Minute.Before(cutoff) {
-				next = min(next, rt.run-1)
-				continue
-			}
-			k := itemKey{x.Source, bucketing.Hour(x.Minute)}
-			list := items[k]
-			if len(list) == 0 || list[len(list)-1].run != rt.run {
-				if len(list) == 0 {
-					order = append(order, k)
-				}
-				list = append(list, runTuples{run: rt.run})
-			}
-			list[len(list)-1].tuples = append(list[len(list)-1].tuples, x)
-			items[k] = list
-		}
-	}
+// rollItems writes the L2 items keys, Concurrency at a time.
+func (l *LSM) rollItems(ctx context.Context, keys []itemKey, items map[itemKey][]runTuples, st *RollupStats) error {
 	var mu sync.Mutex
-	err = l.each(len(order), func(i int) error {
-		k := order[i]
+	return l.each(len(keys), func(i int) error {
+		k := keys[i]
 		wrote, overflowed, conflicts, wcu, err := l.rollItem(ctx, k, items[k])
 		mu.Lock()
 		defer mu.Unlock()
@@ -128,15 +108,6 @@ func (l *LSM) rollBucket(ctx context.Context, b int, done int64, cutoff time.Tim
 		st.WCU += wcu
 		return err
 	})
-	if err != nil {
-		return st, err
-	}
-	if next > rolled {
-		if err := l.setNumber(ctx, rolledPK, l.rolledSK(b), rolledRun, next); err != nil {
-			return st, fmt.Errorf("roll-up: %w", err)
-		}
-	}
-	return st, nil
 }
 
 // readPacks reads bucket b's packs of the runs after from, up to to, in

@@ -62,8 +62,9 @@ func (l *LSM) Minute(ctx context.Context) (MinuteStats, error) {
 
 // RollupIfDue rolls up the hours that ended, once an hour, RollupAfter
 // into it: it answers false, having written nothing, when the hour's
-// roll-up is not due or was done. Minute calls it after its folds; the
-// local server, which folds more often, calls it beside.
+// roll-up is not due or was done. A roll-up its budget stopped (Left) is
+// not done: the next call goes on with it. Minute calls it after its
+// folds; the local server, which folds more often, calls it beside.
 func (l *LSM) RollupIfDue(ctx context.Context) (RollupStats, bool, error) {
 	hour := l.now().UTC().Truncate(time.Hour)
 	if l.now().Sub(hour) < RollupAfter {
@@ -76,6 +77,9 @@ func (l *LSM) RollupIfDue(ctx context.Context) (RollupStats, bool, error) {
 	st, err := l.Rollup(ctx)
 	if err != nil {
 		return st, false, err
+	}
+	if st.Left {
+		return st, true, nil
 	}
 	if err := l.setNumber(ctx, rolledPK, rollupSK, rollupHour, hour.Unix()); err != nil {
 		return st, true, fmt.Errorf("roll-up: %w", err)
