@@ -57,3 +57,18 @@ func goList(t *testing.T, args ...string) []string {
 	slices.Sort(paths)
 	return paths
 }
+
+// TestIngestDoesNotLinkTheReplay: the quarantine replay's reingest is the
+// operator's (cmd/shardline/internal/replay), reaching ingest through
+// ingest.Pass; the ingest function does not build it in.
+func TestIngestDoesNotLinkTheReplay(t *testing.T) {
+	deps := goList(t, "-deps", "./ingest")
+	if !slices.Contains(deps, module+"internal/ingest") {
+		t.Fatalf("go list -deps ./ingest found too little: %v", deps)
+	}
+	for _, p := range deps {
+		if rel := strings.TrimPrefix(p, module); strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "ops/") {
+			t.Errorf("the ingest function builds in %s, the operator's code", rel)
+		}
+	}
+}

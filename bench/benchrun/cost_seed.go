@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -22,7 +23,7 @@ import (
 func seedYesterday(ctx context.Context, env costEnv, cfg ingest.Config, w CostWorkload) error {
 	yesterday := env.start.AddDate(0, 0, -1)
 	day := bucketing.Day(yesterday)
-	reg := &shardmap.Registry{Client: env.local, Table: env.table, Now: func() time.Time { return yesterday.Add(time.Second) },
+	reg := &shardmap.Registry{Client: env.local, Table: env.table, NewDay: catalog.Lister(env.local, env.table), Now: func() time.Time { return yesterday.Add(time.Second) },
 		Config: shardmap.Config{Shards: cfg.Shards, GSIShards: cfg.GSIShards, Retention: cfg.Retention, Carry: true, Copies: cfg.GSICopies}}
 	hours := &shardmap.Hours{Client: env.local, Table: env.table, Retention: cfg.Retention}
 	var marks [24]int32

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/shardmap"
@@ -68,7 +69,7 @@ func loadQueryData(ctx context.Context, client *dynamodb.Client, table string, n
 			if day := now.Truncate(24 * time.Hour); at.Before(day) {
 				at = day
 			}
-			reg := &shardmap.Registry{Client: client, Table: table, Now: func() time.Time { return at },
+			reg := &shardmap.Registry{Client: client, Table: table, NewDay: catalog.Lister(client, table), Now: func() time.Time { return at },
 				Config: shardmap.Config{Shards: cfg.Shards, GSIShards: cfg.GSIShards, Retention: cfg.Retention, Carry: true}}
 			stream := bucketing.Stream{Space: bucketing.Events, Source: s.name}
 			if _, _, err := reg.Raise(ctx, stream, bucketing.Day(now), raisedShards, raisedGSIShards); err != nil {

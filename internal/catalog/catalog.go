@@ -26,6 +26,15 @@ type WriteAPI interface {
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
 
+// Lister is Record on c's table: the step a shard registry takes, by
+// this name, before it creates a source's new day
+// (shardmap.Registry.NewDay), so that the entry is written first.
+func Lister(c WriteAPI, table string) func(ctx context.Context, source, day string, expires time.Time) error {
+	return func(ctx context.Context, source, day string, expires time.Time) error {
+		return Record(ctx, c, table, source, day, expires)
+	}
+}
+
 // Record notes that source wrote events on day (a bucketing.DayLayout
 // string), in the day's partition bucketing.CatalogShard picks. It is
 // idempotent: the item is the same however often it is written. expires is

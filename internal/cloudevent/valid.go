@@ -23,83 +23,69 @@ func validJSON(b []byte) bool {
 			return false
 		}
 		switch c := b[p]; c {
-		case '{':
+		case '{', '[':
 			if len(stack) >= maxDepth {
 				return false
 			}
-			p = skipSpace(b, p+1)
-			if p < len(b) && b[p] == '}' {
+			if p = skipSpace(b, p+1); p < len(b) && b[p] == c+2 { // '}' or ']': empty
 				p++
 				break
 			}
-			stack = append(stack, '{')
-			if p = objectKey(b, p); p < 0 {
-				return false
+			if stack = append(stack, c); c == '{' {
+				if p = objectKey(b, p); p < 0 {
+					return false
+				}
 			}
-			continue
-		case '[':
-			if len(stack) >= maxDepth {
-				return false
-			}
-			p = skipSpace(b, p+1)
-			if p < len(b) && b[p] == ']' {
-				p++
-				break
-			}
-			stack = append(stack, '[')
 			continue
 		case '"':
-			if p = validString(b, p); p < 0 {
-				return false
-			}
-		case 't':
-			if !hasLiteral(b, p, "true") {
-				return false
-			}
-			p += 4
-		case 'f':
-			if !hasLiteral(b, p, "false") {
-				return false
-			}
-			p += 5
-		case 'n':
-			if !hasLiteral(b, p, "null") {
-				return false
-			}
-			p += 4
+			p = validString(b, p)
+		case 't', 'f', 'n':
+			p = validLiteral(b, p)
 		default:
-			if p = validNumber(b, p); p < 0 {
-				return false
-			}
+			p = validNumber(b, p)
 		}
 		// A value ended at p: close containers, or move to the next value.
-		for {
-			p = skipSpace(b, p)
-			if len(stack) == 0 {
+		for p >= 0 {
+			if p = skipSpace(b, p); len(stack) == 0 {
 				return p == len(b)
 			}
 			if p >= len(b) {
 				return false
 			}
 			top := stack[len(stack)-1]
-			switch {
-			case b[p] == ',':
-				p = skipSpace(b, p+1)
-				if top == '{' {
-					if p = objectKey(b, p); p < 0 {
-						return false
-					}
+			if b[p] != ',' {
+				if b[p] != top+2 { // '}' or ']'
+					return false
 				}
-			case top == '{' && b[p] == '}', top == '[' && b[p] == ']':
 				stack = stack[:len(stack)-1]
 				p++
 				continue
-			default:
-				return false
+			}
+			if p = skipSpace(b, p+1); top == '{' {
+				p = objectKey(b, p)
 			}
 			break
 		}
+		if p < 0 {
+			return false
+		}
 	}
+}
+
+// validLiteral checks the true, false or null at p and returns where it
+// ends, or -1.
+func validLiteral(b []byte, p int) int {
+	lit := "null"
+	switch b[p] {
+	case 't':
+		lit = "true"
+	case 'f':
+		lit = "false"
+	}
+	if !hasLiteral(b, p, lit) {
+		return -1
+	}
+	return p + len(lit)
 }
 
 // objectKey checks a member name and its colon at p, and returns where

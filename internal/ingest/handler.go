@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/apigw"
+	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/emf"
@@ -105,6 +106,9 @@ func New(cfg Config, client Client, o Options) *Handler {
 			Carry:      cfg.ShardsMax > 0,
 			Copies:     cfg.GSICopies,
 		},
+		// A source's new day is listed in the day's catalogue before its
+		// shard record is created (docs/keys.md, catalogue).
+		NewDay: catalog.Lister(client, cfg.Table),
 	}
 	if cfg.ShardsMax > 0 {
 		h.policy = o.Policy

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/deadline"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/tenant"
@@ -81,16 +80,16 @@ func (h *Handler) Kinesis(ctx context.Context, ev events.KinesisEvent) (events.K
 	return resp, nil
 }
 
-// kinesisUnits reads the records into units to store, each unit's group the
-// index of its record: its events, and what must be quarantined. A record
-// read from a tenant's own stream (tenant.Config.StreamOwner) is the
-// tenant's: its origin names the tenant, and an event of it whose source
-// is not the tenant's is quarantined with a reason beginning
-// tenant.ReasonPrefix, never stored. refused counts those events.
+// kinesisUnits reads the records into units to store (reader.read), each
+// unit's group the index of its record: its events, and what must be
+// quarantined. A record read from a tenant's own stream
+// (tenant.Config.StreamOwner) is the tenant's: its origin names the
+// tenant, and an event of it whose source is not the tenant's is
+// quarantined with a reason beginning tenant.ReasonPrefix, never stored.
+// refused counts those events.
 func (h *Handler) kinesisUnits(recs []events.KinesisEventRecord, now time.Time) (units []unit, refused int) {
 	units = make([]unit, 0, len(recs))
-	evs := make([]cloudevent.Event, 0, len(recs)) // one allocation for the usual one event a record
-	var split splitter
+	r := h.newReader(now, len(recs), true) // one allocation for the usual one event a record
 	for i, rec := range recs {
 		// Kinesis stamps arrival in milliseconds; the float seconds of the
 		// event carry noise below that.
@@ -103,42 +102,10 @@ func (h *Handler) kinesisUnits(recs []events.KinesisEventRecord, now time.Time) 
 			ShardID:        shardID(rec.EventID),
 			SequenceNumber: rec.Kinesis.SequenceNumber,
 		}
-		owner, owned := h.cfg.Tenants.StreamOwner(rec.EventSourceArn)
-		origin.Tenant = owner
-		parts, reason := split.kinesis(rec.Kinesis.Data)
-		if reason != "" {
-			units = append(units, rejectedUnit(i, rec.Kinesis.Data, reason, origin, arrival))
-			continue
-		}
-		for _, p := range parts {
-			o := origin
-			o.SubIndex = p.sub
-			if p.reason != "" {
-				units = append(units, rejectedUnit(i, p.data, p.reason, o, arrival))
-				continue
-			}
-			for j, raw := range p.raws {
-				o := o
-				if p.array {
-					j := j // escapes: declared here, only an array's events pay for it
-					o.Index = &j
-				}
-				e, err := cloudevent.ParseElement(raw, now, arrival, h.limits())
-				if err != nil {
-					units = append(units, rejectedUnit(i, raw, err.Error(), o, arrival))
-					continue
-				}
-				if owned && !h.cfg.Tenants.Owns(owner, e.Source) {
-					units = append(units, rejectedUnit(i, raw, tenant.ReasonPrefix+tenant.NotOwned(owner, e.Source), o, arrival))
-					refused++
-					continue
-				}
-				evs = append(evs, e) // a pointer into a grown slice stays valid: events are not changed after parsing
-				units = append(units, unit{group: i, event: &evs[len(evs)-1], origin: o, received: arrival})
-			}
-		}
+		origin.Tenant, _ = h.cfg.Tenants.StreamOwner(rec.EventSourceArn)
+		units = r.read(units, &record{data: rec.Kinesis.Data, origin: origin, received: arrival, group: i, kpl: true})
 	}
-	return units, refused
+	return units, r.refused
 }
 
 // reportStreamRefusals reports the events of a tenant's stream that were

@@ -15,7 +15,6 @@ import (
 
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
-	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/kpltest"
 	"github.com/shardline/shardline/testkit/simtime"
@@ -315,95 +314,5 @@ func TestKPLAwslabsFixture(t *testing.T) {
 		if o.SubIndex == nil && !strings.HasPrefix(reason, "kpl: the MD5 digest does not match") {
 			t.Errorf("corrupt aggregate quarantined with reason %q", reason)
 		}
-	}
-}
-
-// quarantinedRecords reads the quarantine back as Reingest takes it.
-func (e *env) quarantinedRecords(t *testing.T) []Quarantined {
-	t.Helper()
-	var out []Quarantined
-	for _, it := range e.itemsIn(t, "Q#") {
-		raw, _, err := item.RawOf(it)
-		at, _, err2 := bucketing.ParseSortKey(s(it, schema.SK))
-		if err != nil || err2 != nil {
-			t.Fatal(err, err2)
-		}
-		out = append(out, Quarantined{Raw: raw, Origin: item.OriginOf(it), Received: at, Reason: s(it, schema.Reason)})
-	}
-	return out
-}
-
-// TestReingestKPL: the quarantine replay reads a quarantined sub-record
-// (its bytes are the sub-record's own) as a plain record, de-aggregates a
-// whole aggregate quarantined before ingest could read them, and keeps a
-// corrupt aggregate refused with its "kpl:" reason.
-func TestReingestKPL(t *testing.T) {
-	e := newEnv(t, false, nil)
-	big := func(id string) []byte { // over the default 64 KiB limit, under 200,000
-		b, _ := json.Marshal(map[string]any{"specversion": "1.0", "id": id, "source": "orders", "type": "t", "data": strings.Repeat("x", 100_000)})
-		return b
-	}
-	agg := kpltest.Aggregate([]kpltest.Record{
-		{PartitionKey: "p", Data: eventJSON("orders", "small", fixtureNow.Add(-time.Minute))},
-		{PartitionKey: "p", Data: big("big-timeless")},
-		{PartitionKey: "p", Data: []byte("[" + string(big("big-in-array")) + "]")},
-	})
-	batch := kinesisBatch(agg, kpltest.Magic)
-	if resp, err := e.h.Kinesis(context.Background(), batch); err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("%v %v", err, resp.BatchItemFailures)
-	}
-	q := e.quarantinedRecords(t)
-	if len(q) != 3 {
-		t.Fatalf("%d records quarantined, want the two big sub-records and the magic-only record", len(q))
-	}
-	// An aggregate quarantined whole before ingest read aggregates: one
-	// valid event, one too big, one not JSON.
-	old := kpltest.Aggregate([]kpltest.Record{
-		{PartitionKey: "p", Data: eventJSON("orders", "old-ok", fixtureNow.Add(-time.Minute))},
-		{PartitionKey: "p", Data: big("old-big")},
-		{PartitionKey: "p", Data: []byte("nope")},
-	})
-	q = append(q, Quarantined{Raw: old, Received: fixtureNow.Add(-time.Second), Reason: "body: is not JSON",
-		Origin: item.Origin{StreamARN: batch.Records[0].EventSourceArn, ShardID: "shardId-000000000001", SequenceNumber: "1234"}})
-	raised := New(Config{
-		Table: e.table, Shards: e.h.cfg.Shards, GSIShards: e.h.cfg.GSIShards, QuarantineShards: e.h.cfg.QuarantineShards,
-		Retention: e.h.cfg.Retention, MaxEventBytes: 200_000, WriteConcurrency: e.h.cfg.WriteConcurrency,
-	}, e.client, Options{Now: func() time.Time { return fixtureNow }})
-	got := raised.Reingest(context.Background(), q, false)
-	for i, r := range got {
-		o := q[i].Origin
-		var want Reingested
-		switch {
-		case o.SubIndex != nil: // a big sub-record, or the big event of the sub-record's array
-			want = Reingested{Events: 1}
-		case o.SequenceNumber == "1234":
-			want = Reingested{Events: 2, Invalid: []string{`sub-record 2: data: is not JSON`}}
-		default:
-			want = Reingested{Invalid: []string{q[i].Reason}}
-		}
-		if r.Err != nil || r.Events != want.Events || len(r.Invalid) != len(want.Invalid) ||
-			(len(want.Invalid) > 0 && !strings.HasPrefix(r.Invalid[0], want.Invalid[0])) {
-			t.Errorf("%s (%s): got %+v, want %+v", originName(o), q[i].Reason, r, want)
-		}
-		if o.SequenceNumber != "1234" && o.SubIndex == nil && !strings.HasPrefix(q[i].Reason, "kpl: ") {
-			t.Errorf("magic-only record quarantined for %q", q[i].Reason)
-		}
-	}
-	ids := map[string]string{}
-	for _, it := range e.itemsIn(t, "E#") {
-		ev := storedEvent(t, it)
-		ids[ev["id"].(string)], _ = ev["time"].(string)
-	}
-	for _, id := range []string{"small", "big-timeless", "big-in-array", "old-ok", "old-big"} {
-		if _, ok := ids[id]; !ok {
-			t.Errorf("event %s not stored; stored: %v", id, ids)
-		}
-	}
-	if len(ids) != 5 {
-		t.Errorf("%d events stored, want 5: %v", len(ids), ids)
-	}
-	// Stamped with the aggregate's arrival, as first ingest would have.
-	if got := ids["big-timeless"]; got != fixtureNow.Add(-time.Second).Format(time.RFC3339Nano) {
-		t.Errorf("big-timeless stamped %s", got)
 	}
 }

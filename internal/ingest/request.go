@@ -168,8 +168,10 @@ func tooLarge(size int) *apigw.Response {
 	return &resp
 }
 
-// parseEvents splits the body into events and parses each. A body that is
-// unusable as a whole is quarantined as one record.
+// parseEvents splits the body into events, under the request's rules (a
+// batch is an array; an empty or too long one is answered, not
+// quarantined), and reads them (reader.part). A body that is unusable as
+// a whole is quarantined as one record.
 func (h *Handler) parseEvents(body []byte, batch bool, req apiRequest) (parsed, *apigw.Response) {
 	raws, array, err := cloudevent.Split(body)
 	if err == nil && batch && !array {
@@ -195,19 +197,19 @@ func (h *Handler) parseEvents(body []byte, batch bool, req apiRequest) (parsed, 
 		resp := apigw.Error(http.StatusRequestEntityTooLarge, "body: %d events is over the limit of %d per request; split it", len(raws), MaxRequestEvents)
 		return parsed{}, &resp
 	}
+	// The reader does not check a tenant's events: the route refuses the
+	// request whole (checkSources).
+	r := h.newReader(req.now, len(raws), false)
 	var p parsed
-	for i, raw := range raws {
-		o := req.origin
-		if array {
-			o.Index = &i
+	p.units = r.part(make([]unit, 0, len(raws)), &record{origin: req.origin, received: req.received}, part{data: body, raws: raws, array: array})
+	for n := range p.units {
+		u := &p.units[n]
+		if u.origin.Index != nil {
+			u.group = *u.origin.Index // a request's events are reported by their index
 		}
-		e, err := cloudevent.ParseElement(raw, req.now, req.received, h.limits())
-		if err != nil {
-			p.units = append(p.units, rejectedUnit(i, raw, err.Error(), o, req.received))
-			p.rejections = append(p.rejections, Rejection{Index: i, ID: idOf(raw), Error: err.Error()})
-			continue
+		if u.rejected != nil {
+			p.rejections = append(p.rejections, Rejection{Index: u.group, ID: idOf(u.rejected.Raw), Error: u.rejected.Reason})
 		}
-		p.units = append(p.units, unit{group: i, event: &e, origin: o, received: req.received})
 	}
 	return p, nil
 }

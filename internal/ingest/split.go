@@ -31,27 +31,20 @@ type part struct {
 	reason string            // why it is refused whole, when it is
 }
 
-// splitKinesis splits a Kinesis record's data into parts: the record
-// itself, or each sub-record of a KPL aggregate, each split by splitRecord;
-// a reason about the whole of a part names it "data", as the record's
-// field is called.
-// reason says why the record is refused whole: a corrupt aggregate, or one
-// over MaxAggregateEvents. A sub-record is never read as an aggregate
-// itself: the KPL does not nest them.
-func splitKinesis(data []byte) (parts []part, reason string) {
-	var s splitter
-	return s.kinesis(data)
-}
-
-// splitter is splitKinesis for a batch of records, one after another: it
-// reuses its slices, so that a plain record costs no allocation to split.
-// What kinesis returns is valid until its next call.
+// splitter splits Kinesis records, one after another: it reuses its
+// slices, so that a plain record costs no allocation to split. What
+// kinesis returns is valid until its next call.
 type splitter struct {
 	parts []part
 	raws  []json.RawMessage
 }
 
-// kinesis is splitKinesis, reusing s's slices.
+// kinesis splits a Kinesis record's data into parts: the record itself,
+// or each sub-record of a KPL aggregate, each split by splitRecord; a
+// reason about the whole of a part names it "data", as the record's field
+// is called. reason says why the record is refused whole: a corrupt
+// aggregate, or one over MaxAggregateEvents. A sub-record is never read as
+// an aggregate itself: the KPL does not nest them.
 func (s *splitter) kinesis(data []byte) (parts []part, reason string) {
 	if !kpl.IsAggregate(data) {
 		raws, array, reason := appendSplitRecord(s.raws[:0], data, kinesisField)
@@ -90,8 +83,8 @@ func plainPart(data []byte, sub *int, field string) part {
 }
 
 // splitRecord splits a record's data into its events, one or a JSON array,
-// or says why the record is refused whole. Replay reads quarantined records
-// with it too (reingest.go), so that both apply the same rules.
+// or says why the record is refused whole. Kinesis and replay read records
+// with it alike (reader.read), so that both apply the same rules.
 func splitRecord(data []byte, field string) (raws []json.RawMessage, array bool, reason string) {
 	return appendSplitRecord(nil, data, field)
 }

@@ -304,10 +304,10 @@ func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours [][24]in
 	return out
 }
 
-// schedule looks up the schedule of k and, for an event stream, marks the
-// hours of its day that the batch writes in, both at once; and, for a
-// source this container writes busily now, the next hour ahead of time
-// (shardmap.Hours.Ahead), beside the lookup.
+// schedule sets k up for the batch, two steps at once: its schedule
+// (shardmap.Registry.Schedule, which takes the registry's NewDay, the
+// catalogue entry, before it creates a new day's record) and, for an event
+// stream, the hour marks of its day (mark).
 func (h *Handler) schedule(ctx context.Context, k schedKey, hours [24]int32) resolved {
 	day := k.start().Format(bucketing.DayLayout)
 	var markErr error
@@ -316,15 +316,7 @@ func (h *Handler) schedule(ctx context.Context, k schedKey, hours [24]int32) res
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if markErr = h.hours.Mark(ctx, k.stream, day, hours); markErr != nil {
-				return
-			}
-			if now := h.now(); k.day == dayNumber(now) && hours[now.UTC().Hour()] > 0 {
-				if err := h.hours.Ahead(ctx, k.stream, now); err != nil {
-					// The hour is marked when it comes, as without Ahead.
-					h.log.Warn("mark the next hour ahead", slog.String("error", err.Error()))
-				}
-			}
+			markErr = h.mark(ctx, k, day, hours)
 		}()
 	}
 	s, err := h.registry.Schedule(ctx, k.stream, day)
@@ -333,6 +325,22 @@ func (h *Handler) schedule(ctx context.Context, k schedKey, hours [24]int32) res
 		return resolved{nil, fmt.Errorf("shard schedule of %s on %s: %w", k.stream.MetaPK(day), day, err)}
 	}
 	return resolved{s, markErr}
+}
+
+// mark writes the hour index's marks of the hours of k's day that the
+// batch writes in (shardmap.Hours.Mark), and, for a source this container
+// writes busily now, the next hour's ahead of time (shardmap.Hours.Ahead).
+func (h *Handler) mark(ctx context.Context, k schedKey, day string, hours [24]int32) error {
+	if err := h.hours.Mark(ctx, k.stream, day, hours); err != nil {
+		return err
+	}
+	if now := h.now(); k.day == dayNumber(now) && hours[now.UTC().Hour()] > 0 {
+		if err := h.hours.Ahead(ctx, k.stream, now); err != nil {
+			// The hour is marked when it comes, as without Ahead.
+			h.log.Warn("mark the next hour ahead", slog.String("error", err.Error()))
+		}
+	}
+	return nil
 }
 
 // build builds the pass's items for b.units[todo], resolving the shard

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
@@ -71,7 +72,7 @@ func TestDaysWithoutCopiesReadWhole(t *testing.T) {
 		if h.Equal(raiseAt) {
 			// Recorded as the ingest function records a raise: the
 			// table count, from Lead after now.
-			reg := &shardmap.Registry{Client: client, Table: table, Now: func() time.Time { return raiseAt },
+			reg := &shardmap.Registry{Client: client, Table: table, NewDay: catalog.Lister(client, table), Now: func() time.Time { return raiseAt },
 				Config: shardmap.Config{Shards: cfg.Shards, GSIShards: cfg.GSIShards, Retention: cfg.Retention, Carry: true, Copies: cfg.GSICopies}}
 			s, ok, err := reg.Raise(ctx, bucketing.Stream{Space: bucketing.Events, Source: c.source}, "2026-11-21", 4, 4)
 			if err != nil || !ok || s.Last().Shards != 4 || s.Last().Copied() {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
@@ -19,7 +20,8 @@ import (
 // queries) never has more than the configured requests in flight.
 func TestScatterConcurrencyBounded(t *testing.T) {
 	table := testddb.Table(t)
-	reg := &shardmap.Registry{Client: testddb.Client(t, testddb.Endpoint(t)), Table: table,
+	client := testddb.Client(t, testddb.Endpoint(t))
+	reg := &shardmap.Registry{Client: client, Table: table, NewDay: catalog.Lister(client, table),
 		Config: shardmap.Config{Shards: bucketing.Counts{Default: 64}, GSIShards: bucketing.Counts{Default: 1}}}
 	from := now.Add(-31 * 24 * time.Hour)
 	for d := from; d.Before(now); d = d.Add(24 * time.Hour) {

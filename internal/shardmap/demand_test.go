@@ -26,7 +26,7 @@ func TestDemandAddsUpTheWritersReports(t *testing.T) {
 	src := bucketing.Stream{Space: bucketing.Events, Source: "hot/src"}
 	day := "2026-11-24"
 	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	r := &Registry{Client: c, Table: table, Config: Config{Shards: bucketing.Counts{Default: 4}, GSIShards: bucketing.Counts{Default: 1}}, Now: func() time.Time { return now }}
+	r := listed(&Registry{Client: c, Table: table, Config: Config{Shards: bucketing.Counts{Default: 4}, GSIShards: bucketing.Counts{Default: 1}}, Now: func() time.Time { return now }})
 	if _, err := r.Schedule(ctx, src, day); err != nil {
 		t.Fatal(err)
 	}

@@ -3,13 +3,13 @@ package shardmap
 import "time"
 
 // progress is what a Schedule call that did not finish had done towards
-// creating a day's record: the previous day read, the catalogue entry
-// written. The next call for the day resumes there rather than starting
+// creating a day's record: the previous day read, NewDay done (the
+// catalogue entry written). The next call for the day resumes there rather than starting
 // over, so that a setup the deadline cuts short makes progress from one
 // delivery to the next, however slow the table (issue 28, item 9).
 type progress struct {
 	prev   *previous // the previous day, once read
-	listed bool      // the catalogue entry is written
+	listed bool      // NewDay is done: the catalogue entry is written
 	at     time.Time // when progress was last made
 }
 

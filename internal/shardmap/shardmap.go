@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -137,6 +136,12 @@ type Registry struct {
 	Table  string
 	Config Config
 	Now    func() time.Time // defaults to time.Now
+	// NewDay is the step the registry's owner names for a day of an event
+	// stream whose record the registry is about to create: ingest lists
+	// the source in the day's catalogue (catalog.Lister). It runs before
+	// the record is written, so that what it writes cannot go missing
+	// after it, and once (progress remembers it); nil: nothing.
+	NewDay func(ctx context.Context, source, day string, expires time.Time) error
 
 	mu       sync.Mutex
 	cache    map[string]cached
@@ -163,15 +168,15 @@ func (r *Registry) now() time.Time {
 //
 // Creating a day's record is at most three requests one after another:
 // the reads (the day's record, and the previous day's record and hour
-// index, which the first step depends on, all at once), the catalogue
-// entry, the record. The first time a registry meets a (stream, day) it
-// reads the previous day beside the day itself, before it knows whether
-// the day's record exists: at midnight every source's first batch finds
-// none, and a wasted read of two small items costs less than a request's
-// wait. The caller may mark the day's hours (Hours.Mark) at the same time:
-// nothing here depends on them. A call that fails or is cut short leaves
-// what it finished (the previous day read, the catalogue entry written)
-// for the next call, which resumes there (progress).
+// index, which the first step depends on, all at once), NewDay (ingest's
+// catalogue entry), the record. The first time a registry meets a
+// (stream, day) it reads the previous day beside the day itself, before it
+// knows whether the day's record exists: at midnight every source's first
+// batch finds none, and a wasted read of two small items costs less than a
+// request's wait. The caller may mark the day's hours (Hours.Mark) at the
+// same time: nothing here depends on them. A call that fails or is cut
+// short leaves what it finished (the previous day read, NewDay done) for
+// the next call, which resumes there (progress).
 func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string) (bucketing.Schedule, error) {
 	key := s.MetaPK(day)
 	now := r.now()
@@ -211,12 +216,13 @@ func (r *Registry) schedule(ctx context.Context, s bucketing.Stream, day string,
 		}
 		next, changed := r.update(rec, day, first, now)
 		if changed && rec.sched == nil && s.Space == bucketing.Events && !p.listed {
-			// The first writer of the day lists the source in the day's
-			// catalogue before it creates the record: once the record
-			// exists no writer comes this way again, so the entry must
-			// not be able to go missing after it.
-			if err := catalog.Record(ctx, r.Client, r.Table, s.Source, day, unixOrZero(next.expires)); err != nil {
-				return nil, err
+			// The first writer of the day takes NewDay before it creates
+			// the record: once the record exists no writer comes this way
+			// again.
+			if r.NewDay != nil {
+				if err := r.NewDay(ctx, s.Source, day, unixOrZero(next.expires)); err != nil {
+					return nil, err
+				}
 			}
 			p.listed = true
 		}

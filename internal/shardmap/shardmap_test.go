@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/testddb"
@@ -20,8 +21,10 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
+// registry is a registry of table on the clock c that lists a new day's
+// source in the catalogue, as ingest's does; listed keeps to its client.
 func registry(t *testing.T, table string, c *clock, shards, gsi int) *Registry {
-	return &Registry{
+	return listed(&Registry{
 		Client: testddb.Client(t, testddb.Endpoint(t)),
 		Table:  table,
 		Now:    c.now,
@@ -31,7 +34,17 @@ func registry(t *testing.T, table string, c *clock, shards, gsi int) *Registry {
 			Quarantine: 2,
 			Retention:  24 * time.Hour,
 		},
+	})
+}
+
+// listed is r taking catalog.Record on its own client and table as its
+// NewDay, as ingest's registry does (catalog.Lister), whatever client r is
+// given later.
+func listed(r *Registry) *Registry {
+	r.NewDay = func(ctx context.Context, source, day string, expires time.Time) error {
+		return catalog.Record(ctx, r.Client, r.Table, source, day, expires)
 	}
+	return r
 }
 
 func TestRaiseMidDayAppendsAStepAfterTheLead(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardline/shardline/internal/adapt"
+	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -127,7 +128,8 @@ func newAdaptive(a Adaptive) *adaptive {
 		Carry:     true, // as ingest sets it when adaptive sharding is on
 	}
 	for range max(1, a.Writers) {
-		reg := &shardmap.Registry{Client: db, Table: "heatsim", Config: cfg, Now: func() time.Time { return st.now }}
+		reg := &shardmap.Registry{Client: db, Table: "heatsim", Config: cfg, Now: func() time.Time { return st.now },
+			NewDay: catalog.Lister(db, "heatsim")} // as ingest's registry
 		st.writers = append(st.writers, &writer{policy: &adapt.Policy{}, reg: reg})
 	}
 	return st

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardline/shardline/internal/adapt"
+	"github.com/shardline/shardline/internal/catalog"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/testddb"
@@ -37,7 +38,8 @@ func TestSchedulingIsTheRegistrys(t *testing.T) {
 	sim := newAdaptive(Adaptive{Floor: floor, Writers: 2})
 	var regs []*shardmap.Registry
 	for range 2 {
-		regs = append(regs, &shardmap.Registry{Client: testddb.Client(t, testddb.Endpoint(t)), Table: table,
+		client := testddb.Client(t, testddb.Endpoint(t))
+		regs = append(regs, &shardmap.Registry{Client: client, Table: table, NewDay: catalog.Lister(client, table),
 			Now: func() time.Time { return now },
 			Config: shardmap.Config{Shards: bucketing.Counts{Default: floor.Shards}, GSIShards: bucketing.Counts{Default: floor.GSIShards},
 				Retention: 24 * time.Hour, Carry: true}})
@@ -102,7 +104,8 @@ func TestRampRaisesReplayOnTheRegistry(t *testing.T) {
 	ctx := context.Background()
 	r := ramp(false, 8)
 	now := time.Time{}
-	reg := &shardmap.Registry{Client: testddb.Client(t, testddb.Endpoint(t)), Table: testddb.Table(t), Now: func() time.Time { return now },
+	client, table := testddb.Client(t, testddb.Endpoint(t)), testddb.Table(t)
+	reg := &shardmap.Registry{Client: client, Table: table, NewDay: catalog.Lister(client, table), Now: func() time.Time { return now },
 		Config: shardmap.Config{Shards: bucketing.Counts{Default: 4}, GSIShards: bucketing.Counts{Default: 1}, Retention: time.Hour}}
 	steps := 1
 	inPlace := 0

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/plural"
 )
@@ -21,8 +20,8 @@ type verdict struct {
 	events  int
 }
 
-// judge words what Reingest made of a record.
-func judge(r ingest.Reingested) verdict {
+// judge words what reingest made of a record.
+func judge(r reingested) verdict {
 	if r.Events == 0 {
 		return invalid(r.Invalid...)
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
 )
 
@@ -13,16 +12,16 @@ import (
 // not all valid, and a reason too long for a mark.
 func TestJudge(t *testing.T) {
 	cases := []struct {
-		in    ingest.Reingested
+		in    reingested
 		state item.ReplayState
 		want  string
 	}{
-		{ingest.Reingested{Events: 1}, item.ReplayStored, "stored: 1 event"},
-		{ingest.Reingested{Events: 3}, item.ReplayStored, "stored: 3 events"},
-		{ingest.Reingested{Events: 2, Invalid: []string{"event 1: id: is required and must be a non-empty string"}},
+		{reingested{Events: 1}, item.ReplayStored, "stored: 1 event"},
+		{reingested{Events: 3}, item.ReplayStored, "stored: 3 events"},
+		{reingested{Events: 2, Invalid: []string{"event 1: id: is required and must be a non-empty string"}},
 			item.ReplayStored, "stored: 2 events; still invalid: 1 (event 1: id: is required and must be a non-empty string)"},
-		{ingest.Reingested{Invalid: []string{"event 0: id: x", "event 4: type: y"}}, item.ReplayInvalid, "still invalid: event 0: id: x; and 1 more"},
-		{ingest.Reingested{}, item.ReplayInvalid, "still invalid: record: holds no event"},
+		{reingested{Invalid: []string{"event 0: id: x", "event 4: type: y"}}, item.ReplayInvalid, "still invalid: event 0: id: x; and 1 more"},
+		{reingested{}, item.ReplayInvalid, "still invalid: record: holds no event"},
 	}
 	for _, c := range cases {
 		v := judge(c.in)
@@ -30,7 +29,7 @@ func TestJudge(t *testing.T) {
 			t.Errorf("judge(%+v) = %+v, want %s %q", c.in, v, c.state, c.want)
 		}
 	}
-	long := judge(ingest.Reingested{Invalid: []string{"body: " + strings.Repeat("é", 2000)}})
+	long := judge(reingested{Invalid: []string{"body: " + strings.Repeat("é", 2000)}})
 	if len(long.outcome) > maxOutcome || !utf8.ValidString(long.outcome) || !strings.HasSuffix(long.outcome, "…") {
 		t.Errorf("a long outcome is %d bytes, valid UTF-8 %v", len(long.outcome), utf8.ValidString(long.outcome))
 	}

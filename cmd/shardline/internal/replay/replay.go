@@ -194,11 +194,11 @@ func (r *Replayer) page(ctx context.Context, recs []Record, o Options) ([]Result
 
 // check finds each record's verdict: a record an earlier replay stored is
 // skipped; one the quarantine kept truncated cannot be checked; the others
-// go through ingest.Reingest, which stores their valid events unless this
+// go through reingest, which stores their valid events unless this
 // is a dry run. A record whose events could not all be stored fails, and
 // gets no verdict.
 func (r *Replayer) check(ctx context.Context, recs []Record, o Options, results []Result, verdicts []*verdict) {
-	var in []ingest.Quarantined
+	var in []Record
 	var at []int
 	for i, rec := range recs {
 		results[i].Record = rec
@@ -209,7 +209,7 @@ func (r *Replayer) check(ctx context.Context, recs []Record, o Options, results 
 			v := truncated(rec)
 			verdicts[i] = &v
 		default:
-			in = append(in, ingest.Quarantined{Raw: rec.Raw, Origin: rec.Origin, Received: rec.ReceivedAt, Reason: rec.Reason})
+			in = append(in, rec)
 			at = append(at, i)
 		}
 	}
@@ -218,7 +218,7 @@ func (r *Replayer) check(ctx context.Context, recs []Record, o Options, results 
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.BatchTimeout)
 	defer cancel()
-	for k, g := range r.Ingest.Reingest(ctx, in, o.DryRun) {
+	for k, g := range reingest(ctx, r.Ingest, in, o.DryRun) {
 		i := at[k]
 		if g.Err != nil {
 			results[i].Action = Failed

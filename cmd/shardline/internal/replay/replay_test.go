@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/testkit/faultproxy"
 )
 
@@ -270,16 +269,16 @@ func TestInterruptedReplayRunsAgain(t *testing.T) {
 	e := newEnv(t)
 	quarantineMix(t, e)
 	// The first run stores and is cut off before it marks.
-	var recs []ingest.Quarantined
+	var recs []Record
 	err := Walk(context.Background(), e.direct, e.table, everything, func(r Record) error {
-		recs = append(recs, ingest.Quarantined{Raw: r.Raw, Origin: r.Origin, Received: r.ReceivedAt, Reason: r.Reason})
+		recs = append(recs, r)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored := 0
-	for _, r := range e.ingester(200_000, replayAt).Reingest(context.Background(), recs, false) {
+	for _, r := range reingest(context.Background(), e.ingester(200_000, replayAt), recs, false) {
 		stored += r.Events
 	}
 	if stored != 4 || e.count(t, "E#") != 6 {
