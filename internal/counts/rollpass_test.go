@@ -16,17 +16,17 @@ import (
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
-// TestRollupInBoundedSteps: 2,000 quiet sources, one event each in the two
+// TestRollupInBoundedSteps: 1,000 quiet sources, one event each in the two
 // hours before noon, folded into one run of 4 buckets. At 12:05 the hour's
-// roll-up is done by invocations that take at most 300 items each, two of
-// them stopped short by a timeout (their context cancelled after 150 and
-// 100 L2 writes, requests in flight and all). Each invocation takes no more
+// roll-up is done by invocations that take at most 150 items each, two of
+// them stopped short by a timeout (their context cancelled after 75 and
+// 50 L2 writes, requests in flight and all). Each invocation takes no more
 // than its budget and goes on where the last recorded one stopped; the
 // hour's roll-up is marked done only after the last; no item is written
 // twice; and every source's counts read exact midway and after.
 func TestRollupInBoundedSteps(t *testing.T) {
 	e := newEnv(t)
-	const sources, budget = 2000, 300
+	const sources, budget = 1000, 150
 	rng := rand.New(rand.NewPCG(29, 2))
 	var all []ev
 	for i := range sources {
@@ -55,7 +55,7 @@ func TestRollupInBoundedSteps(t *testing.T) {
 	bounded := e.lsm(t, p.URL, at)
 	bounded.RollupItems = budget
 	var items, taken, runs int
-	for i, cutAfter := range []int64{150, 0, 100} {
+	for i, cutAfter := range []int64{75, 0, 50} {
 		ctx, cancel := context.WithCancel(context.Background())
 		writes.Store(cutAfter)
 		cut.Store(&cancel)
