@@ -126,7 +126,7 @@ func (c *Counter) Apply(ctx context.Context, shardID string, recs []events.Dynam
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			results[i] = c.applyItem(ctx, shortID(shardID, shardIDBytes), g)
+			results[i] = c.applyItem(ctx, ShortID(shardID, ShardIDBytes), g)
 		}()
 	}
 	wg.Wait()
@@ -172,7 +172,7 @@ func group(recs []record) []itemGroup {
 		out[i].recs = append(out[i].recs, r)
 	}
 	for _, g := range out {
-		sort.SliceStable(g.recs, func(i, j int) bool { return seqLess(g.recs[i].seq, g.recs[j].seq) })
+		sort.SliceStable(g.recs, func(i, j int) bool { return SeqLess(g.recs[i].seq, g.recs[j].seq) })
 	}
 	return out
 }

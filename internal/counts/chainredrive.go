@@ -37,7 +37,7 @@ func (c *Chain) Redrive(ctx context.Context, shardID string, recs []events.Dynam
 	if err != nil {
 		return st, err
 	}
-	if start == nil || seqLess(parsed[0].seq, start.First) {
+	if start == nil || SeqLess(parsed[0].seq, start.First) {
 		return st, ErrBeforeChain
 	}
 	ranges, err := c.linksAround(ctx, shardID, parsed[0].seq, parsed[len(parsed)-1].seq)
@@ -52,7 +52,7 @@ func (c *Chain) Redrive(ctx context.Context, shardID string, recs []events.Dynam
 	}
 	var todo []events.DynamoDBEventRecord
 	for _, r := range recs {
-		if seq, err := canonicalSeq(r.Change.SequenceNumber); err == nil && want[seq] {
+		if seq, err := CanonicalSeq(r.Change.SequenceNumber); err == nil && want[seq] {
 			todo = append(todo, r)
 		}
 	}
@@ -73,7 +73,7 @@ func (c *Chain) Redrive(ctx context.Context, shardID string, recs []events.Dynam
 // covered: a link of ranges (each {First, Last}) holds seq.
 func covered(ranges []Link, seq string) bool {
 	for _, l := range ranges {
-		if !seqLess(seq, l.First) && !seqLess(l.Last, seq) {
+		if !SeqLess(seq, l.First) && !SeqLess(l.Last, seq) {
 			return true
 		}
 	}
@@ -112,7 +112,7 @@ func (c *Chain) linksAround(ctx context.Context, shardID, first, last string) ([
 				return nil, fmt.Errorf("L0 chain of %s: %w", shardID, err)
 			}
 			out = append(out, l)
-			if seqLess(l.Key, first) {
+			if SeqLess(l.Key, first) {
 				return out, nil
 			}
 		}
@@ -152,9 +152,9 @@ func decodeRange(it map[string]types.AttributeValue) (Link, error) {
 	}
 	var l Link
 	var err error
-	if l.Key, err = canonicalSeq(sk.Value); err == nil {
-		if l.First, err = canonicalSeq(first.Value); err == nil {
-			l.Last, err = canonicalSeq(last.Value)
+	if l.Key, err = CanonicalSeq(sk.Value); err == nil {
+		if l.First, err = CanonicalSeq(first.Value); err == nil {
+			l.Last, err = CanonicalSeq(last.Value)
 		}
 	}
 	return l, err

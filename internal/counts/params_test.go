@@ -92,14 +92,14 @@ func TestTimeWindowFixture(t *testing.T) {
 
 func TestSequenceNumbers(t *testing.T) {
 	for _, c := range []struct{ a, b string }{{"9", "10"}, {"000123", "124"}, {"4421584500000000017450439091", "4421584500000000017450439092"}} {
-		a, _ := canonicalSeq(c.a)
-		b, _ := canonicalSeq(c.b)
-		if !seqLess(a, b) || seqLess(b, a) {
+		a, _ := CanonicalSeq(c.a)
+		b, _ := CanonicalSeq(c.b)
+		if !SeqLess(a, b) || SeqLess(b, a) {
 			t.Errorf("%s < %s not seen", c.a, c.b)
 		}
 	}
 	for _, bad := range []string{"", "12a", "-1", "123456789012345678901234567890123456789"} {
-		if _, err := canonicalSeq(bad); err == nil {
+		if _, err := CanonicalSeq(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

@@ -59,16 +59,18 @@ func parseEvent(r events.DynamoDBEventRecord) (record, error) {
 	if err != nil {
 		return record{}, err
 	}
-	seq, err := canonicalSeq(r.Change.SequenceNumber)
+	seq, err := CanonicalSeq(r.Change.SequenceNumber)
 	if err != nil {
 		return record{}, err
 	}
 	return record{seq: seq, source: ev.Source, time: ev.Time, typ: typ}, nil
 }
 
-// canonicalSeq strips a sequence number's leading zeros, so that numbers
-// compare by length, then bytewise.
-func canonicalSeq(s string) (string, error) {
+// CanonicalSeq strips a sequence number's leading zeros, so that numbers
+// compare by length, then bytewise (SeqLess). A watermark in a counter item
+// is one; exported for the previous release's counter, which is to leave
+// this package.
+func CanonicalSeq(s string) (string, error) {
 	if s == "" || strings.Trim(s, "0123456789") != "" {
 		return "", fmt.Errorf("sequence number %q is not a decimal number", s)
 	}
@@ -82,35 +84,39 @@ func canonicalSeq(s string) (string, error) {
 	return s, nil
 }
 
-// seqLess compares canonical sequence numbers.
-func seqLess(a, b string) bool {
+// SeqLess compares canonical sequence numbers (CanonicalSeq).
+func SeqLess(a, b string) bool {
 	if len(a) != len(b) {
 		return len(a) < len(b)
 	}
 	return a < b
 }
 
-// shortID names a type or a stream shard inside a counter item: the first n
-// bytes of its SHA-256, in URL-safe base64.
-func shortID(s string, n int) string {
+// ShortID names a type or a stream shard inside a counter item: the first n
+// bytes of its SHA-256, in URL-safe base64. The chain's switch-over guard
+// names a shard's watermark with it, as the previous release's counter
+// named it.
+func ShortID(s string, n int) string {
 	h := sha256.Sum256([]byte(s))
 	return base64.RawURLEncoding.EncodeToString(h[:n])
 }
 
 // Sizes of the ids: a type's id is 6 bytes (8 characters), widened to the
 // whole hash in the one item where two types' short ids collide; a shard's
-// id is 9 bytes (12 characters), which keeps the watermarks of the ~100
-// stream shards a hot source may touch under 2 KB.
+// id, ShardIDBytes, is 9 bytes (12 characters), which keeps the watermarks
+// of the ~100 stream shards a hot source may touch under 2 KB.
 const (
 	typeIDBytes  = 6
-	shardIDBytes = 9
+	ShardIDBytes = 9
 )
 
-// Attribute names of a counter item.
+// Attribute names of a counter item, the previous release's per-source
+// counter's. LSM.Read and the chain's switch-over guard read the exported
+// ones; only the counter reads the kept set.
 const (
-	countPrefix    = "c" // c<mm><type id>: events of that type in minute mm
-	typePrefix     = "t" // t<type id>: the type the id stands for
-	markPrefix     = "w" // w<shard id>: the last sequence number of that shard counted here
-	overflowPrefix = "o" // o<mm>: events of minute mm whose type the item does not keep (see MaxTypesPerItem)
+	CountPrefix    = "c" // c<mm><type id>: events of that type in minute mm
+	TypePrefix     = "t" // t<type id>: the type the id stands for
+	MarkPrefix     = "w" // w<shard id>: the last sequence number of that shard counted here
+	OverflowPrefix = "o" // o<mm>: events of minute mm whose type the item does not keep (see MaxTypesPerItem)
 	keptAttr       = "k" // the string set of the ids of the types the item counts by name
 )

@@ -59,12 +59,12 @@ func (c *Counter) Redrive(ctx context.Context, shardID string, recs []events.Dyn
 	if err != nil {
 		return st, err
 	}
-	if n != nil && seqLess(n.end, end) {
+	if n != nil && SeqLess(n.end, end) {
 		n = nil // the note is of an attempt with fewer records: it does not cover the batch
 	}
 	redriveShard := "redrive/" + shardID + "/" + first
 	groups := group(parsed)
-	missing, ambiguous, err := c.missing(ctx, groups, n, shortID(shardID, shardIDBytes), shortID(redriveShard, shardIDBytes), end)
+	missing, ambiguous, err := c.missing(ctx, groups, n, ShortID(shardID, ShardIDBytes), ShortID(redriveShard, ShardIDBytes), end)
 	if err != nil {
 		return st, err
 	}
@@ -77,7 +77,7 @@ func (c *Counter) Redrive(ctx context.Context, shardID string, recs []events.Dyn
 		st.Already += len(g.recs) - len(missing[i])
 	}
 	for _, r := range recs {
-		if seq, err := canonicalSeq(r.Change.SequenceNumber); err == nil && want[seq] {
+		if seq, err := CanonicalSeq(r.Change.SequenceNumber); err == nil && want[seq] {
 			todo = append(todo, r)
 		}
 	}
@@ -151,9 +151,9 @@ func decide(g itemGroup, n *note, live, redriven *string, end string) (missing [
 		}
 	}
 	switch {
-	case live == nil || seqLess(*live, g.recs[0].seq):
+	case live == nil || SeqLess(*live, g.recs[0].seq):
 		return g.recs, true
-	case !seqLess(end, *live):
+	case !SeqLess(end, *live):
 		return above(g.recs, *live), true // no later batch has counted in this item
 	}
 	return nil, false
