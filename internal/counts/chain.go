@@ -75,6 +75,9 @@ type Chain struct {
 	tips map[string]string
 }
 
+// ErrNoShard is returned for an invocation without a shard id.
+var ErrNoShard = errors.New("counts: the invocation carries no shardId: give the event source mapping a tumbling window (TumblingWindowInSeconds), which makes Lambda send it")
+
 // ChainStats sums up one Apply of a Chain.
 type ChainStats struct {
 	Records   int     // stream records received

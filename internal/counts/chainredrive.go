@@ -15,8 +15,18 @@ import (
 
 // ErrBeforeChain is Chain.Redrive's answer for a batch that begins before
 // its shard's chain does (or of a shard with no chain): it was given up
-// under the per-source counter, and Counter.Redrive counts it.
-var ErrBeforeChain = errors.New("counts: the batch begins before its stream shard's L0 chain: redrive it with the per-source counter (Counter.Redrive)")
+// under the previous release's per-source counter, and its Redrive
+// (ops/sourcecounter) counts it.
+var ErrBeforeChain = errors.New("counts: the batch begins before its stream shard's L0 chain: redrive it with the per-source counter (sourcecounter.Counter.Redrive)")
+
+// RedriveStats says what a redrive did with a batch: Chain.Redrive, or
+// the previous release's counter's (ops/sourcecounter).
+type RedriveStats struct {
+	Records int // stream records in the batch
+	Counted int // events counted by this redrive
+	Already int // events the batch's own attempts, or an earlier redrive, had counted
+	Skipped int // records that do not count (not an event insert)
+}
 
 // Redrive counts the records of a batch of stream shard shardID that
 // Lambda gave up on and that no link of the shard's chain holds: exactly
@@ -158,4 +168,16 @@ func decodeRange(it map[string]types.AttributeValue) (Link, error) {
 		}
 	}
 	return l, err
+}
+
+// bounds are the first and last sequence numbers of recs, canonical.
+func bounds(recs []events.DynamoDBEventRecord) (first, last string, err error) {
+	if len(recs) == 0 {
+		return "", "", errors.New("no records")
+	}
+	if first, err = CanonicalSeq(recs[0].Change.SequenceNumber); err != nil {
+		return "", "", err
+	}
+	last, err = CanonicalSeq(recs[len(recs)-1].Change.SequenceNumber)
+	return first, last, err
 }

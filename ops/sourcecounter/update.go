@@ -1,4 +1,4 @@
-package counts
+package sourcecounter
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ddberr"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -78,17 +79,6 @@ func (u *updater) fail(err error) itemStats {
 	return u.st
 }
 
-// above is the records after watermark mark.
-func above(recs []record, mark string) []record {
-	var out []record
-	for _, r := range recs {
-		if SeqLess(mark, r.seq) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // updater writes one item's chunks.
 type updater struct {
 	c        *Counter
@@ -107,7 +97,7 @@ func (u *updater) typeID(t string) string {
 	if id, ok := u.ids[t]; ok {
 		return id
 	}
-	return ShortID(t, typeIDBytes)
+	return shortID(t, typeIDBytes)
 }
 
 func (u *updater) key() map[string]types.AttributeValue {
@@ -122,7 +112,7 @@ func (u *updater) key() map[string]types.AttributeValue {
 func (u *updater) update(ctx context.Context, recs []record, c chunk, seen *string) (float64, error) {
 	e := newExpr()
 	u.counters(e, recs, c)
-	w := e.name(MarkPrefix + u.sid)
+	w := e.name(markPrefix + u.sid)
 	e.set(w, e.num(recs[len(recs)-1].seq))
 	if seen == nil {
 		e.cond(fmt.Sprintf("(attribute_not_exists(%s) OR %s < %s)", w, w, e.num(recs[0].seq)))
@@ -155,9 +145,9 @@ func (u *updater) counters(e *expr, recs []record, c chunk) {
 	adds := map[string]int{}
 	var order []string
 	for _, r := range recs {
-		name := OverflowPrefix + r.time.Format("04")
+		name := overflowPrefix + r.time.Format("04")
 		if id, ok := c.named[r.typ]; ok {
-			name = CountPrefix + r.time.Format("04") + id
+			name = countPrefix + r.time.Format("04") + id
 		}
 		if adds[name] == 0 {
 			order = append(order, name)
@@ -180,7 +170,7 @@ func (u *updater) types(e *expr, c chunk) {
 	for _, typ := range c.order {
 		id := c.named[typ]
 		ids = append(ids, id)
-		t, v := e.name(TypePrefix+id), e.str(typ)
+		t, v := e.name(typePrefix+id), e.str(typ)
 		e.set(t, v)
 		e.cond(fmt.Sprintf("(attribute_not_exists(%s) OR %s = %s)", t, t, v))
 	}
@@ -201,12 +191,12 @@ func (u *updater) expiry() time.Time {
 // collision) switches that type to its long id here.
 func (u *updater) read(ctx context.Context, recs []record) (*string, error) {
 	e := newExpr()
-	proj := []string{e.name(MarkPrefix + u.sid), e.name(keptAttr)}
+	proj := []string{e.name(markPrefix + u.sid), e.name(keptAttr)}
 	typs := map[string]bool{}
 	for _, r := range recs {
 		if !typs[r.typ] && len(typs) < maxTypes { // the next chunk's, at most: the projection has a 4 KB budget too
 			typs[r.typ] = true
-			proj = append(proj, e.name(TypePrefix+u.typeID(r.typ)))
+			proj = append(proj, e.name(typePrefix+u.typeID(r.typ)))
 		}
 	}
 	out, err := u.c.Client.GetItem(ctx, &dynamodb.GetItemInput{
@@ -220,8 +210,8 @@ func (u *updater) read(ctx context.Context, recs []record) (*string, error) {
 		return nil, fmt.Errorf("read the watermark and kept types: %w", err)
 	}
 	for t := range typs {
-		if v, ok := out.Item[TypePrefix+u.typeID(t)].(*types.AttributeValueMemberS); ok && v.Value != t {
-			u.ids[t] = ShortID(t, 32)
+		if v, ok := out.Item[typePrefix+u.typeID(t)].(*types.AttributeValueMemberS); ok && v.Value != t {
+			u.ids[t] = shortID(t, 32)
 		}
 	}
 	u.kept = kept{ids: map[string]bool{}, exact: true}
@@ -230,11 +220,11 @@ func (u *updater) read(ctx context.Context, recs []record) (*string, error) {
 			u.kept.ids[id] = true
 		}
 	}
-	n, ok := out.Item[MarkPrefix+u.sid].(*types.AttributeValueMemberN)
+	n, ok := out.Item[markPrefix+u.sid].(*types.AttributeValueMemberN)
 	if !ok {
 		return nil, nil
 	}
-	s, err := CanonicalSeq(n.Value)
+	s, err := counts.CanonicalSeq(n.Value)
 	if err != nil {
 		return nil, fmt.Errorf("watermark: %w", err)
 	}

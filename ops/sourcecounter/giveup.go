@@ -1,8 +1,7 @@
-package counts
+package sourcecounter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -45,7 +45,7 @@ const (
 // note would not fit gets none, and Redrive falls back to the watermarks.
 const maxNoteBytes = 300 << 10
 
-func notePK(shardID string) string { return notePrefix + ShortID(shardID, ShardIDBytes) }
+func notePK(shardID string) string { return notePrefix + shortID(shardID, shardIDBytes) }
 
 // pending is one counter item of a batch that was not brought up to it.
 type pending struct {
@@ -78,7 +78,7 @@ func (c *Counter) NoteFailure(ctx context.Context, shardID string, recs []events
 	if err != nil {
 		return err
 	}
-	sid := ShortID(shardID, ShardIDBytes)
+	sid := shortID(shardID, shardIDBytes)
 	groups := group(parsed)
 	out := make([]*pending, len(groups))
 	c.each(len(groups), func(i int) {
@@ -87,23 +87,11 @@ func (c *Counter) NoteFailure(ctx context.Context, shardID string, recs []events
 		switch {
 		case err != nil:
 			out[i] = &pending{source: g.source, slice: g.slice, unknown: true}
-		case marks[sid] == nil || SeqLess(*marks[sid], g.recs[len(g.recs)-1].seq):
+		case marks[sid] == nil || seqLess(*marks[sid], g.recs[len(g.recs)-1].seq):
 			out[i] = &pending{source: g.source, slice: g.slice, mark: marks[sid]}
 		}
 	})
 	return c.writeNote(ctx, shardID, first, end, out)
-}
-
-// bounds are the first and last sequence numbers of recs, canonical.
-func bounds(recs []events.DynamoDBEventRecord) (first, last string, err error) {
-	if len(recs) == 0 {
-		return "", "", errors.New("no records")
-	}
-	if first, err = CanonicalSeq(recs[0].Change.SequenceNumber); err != nil {
-		return "", "", err
-	}
-	last, err = CanonicalSeq(recs[len(recs)-1].Change.SequenceNumber)
-	return first, last, err
 }
 
 // each runs f(0..n-1), Concurrency at a time.
@@ -130,7 +118,7 @@ func (c *Counter) readMarks(ctx context.Context, source, slice string, sids ...s
 	e := newExpr()
 	var proj []string
 	for _, sid := range sids {
-		proj = append(proj, e.name(MarkPrefix+sid))
+		proj = append(proj, e.name(markPrefix+sid))
 	}
 	out, err := c.Client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(c.Table),
@@ -147,8 +135,8 @@ func (c *Counter) readMarks(ctx context.Context, source, slice string, sids ...s
 	}
 	marks := map[string]*string{}
 	for _, sid := range sids {
-		if n, ok := out.Item[MarkPrefix+sid].(*types.AttributeValueMemberN); ok {
-			s, err := CanonicalSeq(n.Value)
+		if n, ok := out.Item[markPrefix+sid].(*types.AttributeValueMemberN); ok {
+			s, err := counts.CanonicalSeq(n.Value)
 			if err != nil {
 				return nil, fmt.Errorf("counter %s %s watermark: %w", source, slice, err)
 			}
