@@ -82,10 +82,11 @@ type Stats struct {
 	Fallbacks int
 }
 
-// Handle was the previous release's Lambda entry point. The mapping's tumbling window is there
-// only to make Lambda send the shard id; no state is kept across
-// invocations, so the answer's state is empty (Lambda fails an invocation
-// whose answer has none).
+// Handle was the previous release's Lambda entry point; tests play that
+// release with it. The mapping's tumbling window is there only to make
+// Lambda send the shard id; no state is kept across invocations, so the
+// answer's state is empty (Lambda fails an invocation whose answer has
+// none).
 func (c *Counter) Handle(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, Stats, error) {
 	resp := events.DynamoDBTimeWindowEventResponse{}
 	resp.State = map[string]string{}
