@@ -72,3 +72,17 @@ func TestIngestDoesNotLinkTheReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestCountsFunctionsDoNotLinkThePreviousCounter: the previous release's
+// per-source counter (ops/sourcecounter) is the operator's, for the redrive
+// of batches given up before a stream shard's chain began, and the tests';
+// the functions that ship internal/counts do not build it in.
+func TestCountsFunctionsDoNotLinkThePreviousCounter(t *testing.T) {
+	deps := goList(t, "-deps", "./counter", "./countfold", "./query")
+	if !slices.Contains(deps, module+"internal/counts") {
+		t.Fatalf("go list -deps ./counter ./countfold ./query found too little: %v", deps)
+	}
+	if slices.Contains(deps, module+"ops/sourcecounter") {
+		t.Errorf("a counts function builds in ops/sourcecounter, the previous release's counter")
+	}
+}

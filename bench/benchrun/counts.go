@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/shardline/shardline/internal/ddbclient"
-	"github.com/shardline/shardline/internal/plural"
 	"github.com/shardline/shardline/local/ddblocal"
+	"github.com/shardline/shardline/ops/plural"
 )
 
 // CountsOptions size the counts benchmark (issue 10): what it costs to keep

@@ -15,6 +15,7 @@ import (
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/ops/sourcecounter"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
@@ -113,7 +114,7 @@ func measureCharts(ctx context.Context, client *dynamodb.Client, o CountsOptions
 // per shard, and a quiet item takes one update per shard rather than
 // three.
 func loadCounters(ctx context.Context, client *dynamodb.Client, o CountsOptions, segs []segment) error {
-	l := &loader{c: &counts.Counter{Client: client, Table: countsChartsTable, Retention: counts.DefaultRetentionDays * 24 * time.Hour},
+	l := &loader{c: &sourcecounter.Counter{Client: client, Table: countsChartsTable, Retention: counts.DefaultRetentionDays * 24 * time.Hour},
 		types: eventTypes(o.Types), segs: segs, shards: ingest.DefaultShards}
 	errs := make(chan error, l.shards)
 	for k := range l.shards {
@@ -130,7 +131,7 @@ func loadCounters(ctx context.Context, client *dynamodb.Client, o CountsOptions,
 
 // loader writes the charts' counter items.
 type loader struct {
-	c      *counts.Counter
+	c      *sourcecounter.Counter
 	types  []string
 	segs   []segment
 	shards int

@@ -16,6 +16,7 @@ import (
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/ops/sourcecounter"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
 
@@ -80,7 +81,7 @@ func measureHeat(ctx context.Context, client *dynamodb.Client, o CountsOptions, 
 // stream shards into the hot source's hour. The shards' invocations run
 // one after another: DynamoDB Local serialises a table's writes anyway.
 func hotHour(ctx context.Context, client *dynamodb.Client, o CountsOptions, hour time.Time) error {
-	c := &counts.Counter{Client: client, Table: countsHeatTable, Retention: counts.DefaultRetentionDays * 24 * time.Hour}
+	c := &sourcecounter.Counter{Client: client, Table: countsHeatTable, Retention: counts.DefaultRetentionDays * 24 * time.Hour}
 	typs := eventTypes(o.Types)
 	for k := range heatShards {
 		sim := newSimSource(hotSource, typs, uint64(k))

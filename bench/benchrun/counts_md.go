@@ -7,7 +7,7 @@ import (
 
 // markdown renders the counts section of results.md.
 func (r *CountsReport) markdown(b *strings.Builder) {
-	b.WriteString("\n## Counts: what exact counts cost (issue 10)\n\nThese figures measure the previous release's per-source counter (`counts.Counter`, one update per source per batch), which redrive still runs for batches given up on before the switch-over. The counters deployed now are levels (a chain link per stream shard, packs per bucket every 20 s, an hour item per source): their write units are in `cost.md` (\"counts levels\"), their read of a day's chart in docs/counts.md. These benches have not been rewritten for them.\n\n| target | limit | measured | met |\n|---|---|---|---|\n")
+	b.WriteString("\n## Counts: what exact counts cost (issue 10)\n\nThese figures measure the previous release's per-source counter (`sourcecounter.Counter`, one update per source per batch), which redrive still runs for batches given up on before the switch-over. The counters deployed now are levels (a chain link per stream shard, packs per bucket every 20 s, an hour item per source): their write units are in `cost.md` (\"counts levels\"), their read of a day's chart in docs/counts.md. These benches have not been rewritten for them.\n\n| target | limit | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		met := "yes"
 		if !t.Met {
@@ -30,7 +30,7 @@ func (r *CountsReport) writeSection(b *strings.Builder) {
 		"Every shard's records are cut into the invocations the stack's mapping makes of them: a batch closes 10 s after its first record "+
 		"(the batching window), at the end of each 15 s tumbling window, at 10,000 records or at 6 MB; the time of a record is its event's `time` "+
 		"(the bench writes minutes of events in seconds, so the stream's own timestamps do not show the rate). "+
-		"The real counter (`counts.Counter.Apply`) applies the invocations in time order. "+
+		"The real counter (`sourcecounter.Counter.Apply`) applies the invocations in time order. "+
 		"WCU are priced from the counter item's size read before and after each update, as DynamoDB bills an `UpdateItem`: "+
 		"ceil(max(before, after) / 1 KB); DynamoDB Local's own `ConsumedCapacity` is shown beside them. "+
 		"Every run checks that the hour's count equals the events sent. The target's line takes the higher of the two pricings.\n\n",

@@ -16,6 +16,7 @@ import (
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/ops/sourcecounter"
 )
 
 // CountsWriteRow is what the counter wrote for one part of the busy
@@ -179,7 +180,7 @@ func countHour(ctx context.Context, client *dynamodb.Client, o CountsOptions, s 
 		return nil, err
 	}
 	m := &meter{c: client}
-	c := &counts.Counter{Client: m, Table: table, Retention: counts.DefaultRetentionDays * 24 * time.Hour}
+	c := &sourcecounter.Counter{Client: m, Table: table, Retention: counts.DefaultRetentionDays * 24 * time.Hour}
 	measuredFrom := hourEnd.Add(-o.Measured)
 	prefilled, pre := prefillBatches(o, s, measuredFrom.Add(-o.Prefill), measuredFrom, in.recordBytes)
 	if err := apply(ctx, c, pre); err != nil {
@@ -240,7 +241,7 @@ func writeRow(shards int, part string, n, invocations int, u usage) CountsWriteR
 }
 
 // apply delivers the invocations to the counter, one after another.
-func apply(ctx context.Context, c *counts.Counter, bs []batch) error {
+func apply(ctx context.Context, c *sourcecounter.Counter, bs []batch) error {
 	for _, b := range bs {
 		if err := deliver(ctx, c, b); err != nil {
 			return err
@@ -256,7 +257,7 @@ const deliverAttempts = 10
 // does (a delivery again counts nothing twice). On DynamoDB Local an
 // update can time out waiting for the table's lock when the machine is
 // busy; the retries cost requests, which the figures then include.
-func deliver(ctx context.Context, c *counts.Counter, b batch) error {
+func deliver(ctx context.Context, c *sourcecounter.Counter, b batch) error {
 	var err error
 	for attempt := range deliverAttempts {
 		if _, err = c.Apply(ctx, b.shard, b.recs); err == nil || ctx.Err() != nil {

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shardline/shardline/internal/counts"
-	"github.com/shardline/shardline/internal/plural"
+	"github.com/shardline/shardline/ops/plural"
 	"github.com/shardline/shardline/ops/sparkline"
 )
 

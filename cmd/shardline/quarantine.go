@@ -23,7 +23,7 @@ import (
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/params"
-	"github.com/shardline/shardline/internal/plural"
+	"github.com/shardline/shardline/ops/plural"
 )
 
 // quarantineHelp is what "shardline quarantine -h" prints before the flags.

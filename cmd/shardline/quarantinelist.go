@@ -14,7 +14,7 @@ import (
 
 	"github.com/shardline/shardline/cmd/shardline/internal/replay"
 	"github.com/shardline/shardline/internal/item"
-	"github.com/shardline/shardline/internal/plural"
+	"github.com/shardline/shardline/ops/plural"
 )
 
 // quarantineWindow is the longest range GET /v1/quarantine takes; a longer

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/shardline/shardline/internal/plural"
+	"github.com/shardline/shardline/ops/plural"
 )
 
 // queryHelp is what "shardline query -h" prints before the flags.

@@ -19,8 +19,9 @@ import (
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
-	"github.com/shardline/shardline/internal/plural"
 	"github.com/shardline/shardline/ops/onfailure"
+	"github.com/shardline/shardline/ops/plural"
+	"github.com/shardline/shardline/ops/sourcecounter"
 )
 
 // redriveHelp is what "shardline redrive -h" prints before the flags.
@@ -231,7 +232,7 @@ func redriveCmd(args []string, stdout, stderr io.Writer) error {
 	r := &redrive.Redriver{
 		S3: s3c, Bucket: f.bucket, Mappings: f.mappings(), IngestFor: ingests.handler,
 		Chain:   &counts.Chain{Client: env.client, Table: env.cfg.Table, Retention: env.cfg.Retention},
-		Counter: &counts.Counter{Client: env.client, Table: env.cfg.Table, Retention: env.cfg.Retention},
+		Counter: &sourcecounter.Counter{Client: env.client, Table: env.cfg.Table, Retention: env.cfg.Retention},
 		Log:     slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	switch {

@@ -87,7 +87,7 @@ func TestRedriveCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One event given up under the previous release (before the chain
-	// began: counts.Counter.Redrive counts it), then one counted by the
+	// began: sourcecounter.Counter.Redrive counts it), then one counted by the
 	// counter function, so that its stream shard's chain has a link and
 	// the batch given up after it is redriven by the chain
 	// (counts.Chain.Redrive).

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/shardline/shardline/internal/plural"
+	"github.com/shardline/shardline/ops/plural"
 )
 
 // sendHelp is what "shardline send -h" prints before the flags.

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shardline/shardline/internal/plural"
+	"github.com/shardline/shardline/ops/plural"
 )
 
 // tally counts what became of the events and prints rejections and

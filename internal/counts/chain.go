@@ -75,6 +75,9 @@ type Chain struct {
 	tips map[string]string
 }
 
+// ErrNoShard is returned for an invocation without a shard id.
+var ErrNoShard = errors.New("counts: the invocation carries no shardId: give the event source mapping a tumbling window (TumblingWindowInSeconds), which makes Lambda send it")
+
 // ChainStats sums up one Apply of a Chain.
 type ChainStats struct {
 	Records   int     // stream records received
@@ -273,7 +276,7 @@ func (c *Chain) put(ctx context.Context, shardID, tip string, recs []record, pac
 	var cond *types.ConditionalCheckFailedException
 	if errors.As(err, &cond) {
 		if last, ok := cond.Item[linkLast].(*types.AttributeValueMemberN); ok {
-			if next, err = canonicalSeq(last.Value); err != nil {
+			if next, err = CanonicalSeq(last.Value); err != nil {
 				return "", wcu, fmt.Errorf("L0 chain of %s: the link at %s: %w", shardID, tip, err)
 			}
 		}
@@ -308,7 +311,7 @@ func (c *Chain) readTip(ctx context.Context, shardID string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("L0 chain of %s: the newest link has no %q", shardID, linkLast)
 	}
-	tip, err := canonicalSeq(last.Value)
+	tip, err := CanonicalSeq(last.Value)
 	if err != nil {
 		return "", fmt.Errorf("L0 chain of %s: the newest link: %w", shardID, err)
 	}
@@ -370,7 +373,7 @@ func (c *Chain) remember(shardID, tip string) {
 	if c.tips == nil || len(c.tips) > maxTips {
 		c.tips = map[string]string{}
 	}
-	if old, ok := c.tips[shardID]; !ok || seqLess(old, tip) {
+	if old, ok := c.tips[shardID]; !ok || SeqLess(old, tip) {
 		c.tips[shardID] = tip
 	}
 }
@@ -384,5 +387,5 @@ func padSeq(seq string) string { return strings.Repeat("0", seqWidth-len(seq)) +
 // sortBySeq sorts recs by sequence number: a batch comes in order, but
 // the chain's argument needs it, so it does not trust that.
 func sortBySeq(recs []record) {
-	sort.SliceStable(recs, func(i, j int) bool { return seqLess(recs[i].seq, recs[j].seq) })
+	sort.SliceStable(recs, func(i, j int) bool { return SeqLess(recs[i].seq, recs[j].seq) })
 }

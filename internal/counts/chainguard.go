@@ -25,7 +25,7 @@ import (
 // chain's batches before its first link pay it: later ones cannot reach
 // back before the chain.
 func (c *Chain) notCountedBefore(ctx context.Context, shardID string, recs []record) ([]record, error) {
-	sid := shortID(shardID, shardIDBytes)
+	sid := ShortID(shardID, ShardIDBytes)
 	groups := group(recs)
 	marks := map[itemKey]string{}
 	for i := 0; i < len(groups); i += batchGetKeys {
@@ -71,7 +71,7 @@ func (c *Chain) readMarks(ctx context.Context, sid string, keys []map[string]typ
 			Keys:                     keys,
 			ConsistentRead:           aws.Bool(true),
 			ProjectionExpression:     aws.String("#pk, #sk, #w"),
-			ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK, "#w": markPrefix + sid},
+			ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK, "#w": MarkPrefix + sid},
 		}}})
 		if err != nil {
 			return err
@@ -79,7 +79,7 @@ func (c *Chain) readMarks(ctx context.Context, sid string, keys []map[string]typ
 		for _, it := range out.Responses[c.Table] {
 			pk, _ := it[schema.PK].(*types.AttributeValueMemberS)
 			sk, _ := it[schema.SK].(*types.AttributeValueMemberS)
-			w, _ := it[markPrefix+sid].(*types.AttributeValueMemberN)
+			w, _ := it[MarkPrefix+sid].(*types.AttributeValueMemberN)
 			if pk == nil || sk == nil || w == nil {
 				continue
 			}
@@ -87,7 +87,7 @@ func (c *Chain) readMarks(ctx context.Context, sid string, keys []map[string]typ
 			if err != nil {
 				return err
 			}
-			m, err := canonicalSeq(w.Value)
+			m, err := CanonicalSeq(w.Value)
 			if err != nil {
 				return fmt.Errorf("counter %s %s: %w", source, sk.Value, err)
 			}

@@ -15,8 +15,18 @@ import (
 
 // ErrBeforeChain is Chain.Redrive's answer for a batch that begins before
 // its shard's chain does (or of a shard with no chain): it was given up
-// under the per-source counter, and Counter.Redrive counts it.
-var ErrBeforeChain = errors.New("counts: the batch begins before its stream shard's L0 chain: redrive it with the per-source counter (Counter.Redrive)")
+// under the previous release's per-source counter, and its Redrive
+// (ops/sourcecounter) counts it.
+var ErrBeforeChain = errors.New("counts: the batch begins before its stream shard's L0 chain: redrive it with the per-source counter (sourcecounter.Counter.Redrive)")
+
+// RedriveStats says what a redrive did with a batch: Chain.Redrive, or
+// the previous release's counter's (ops/sourcecounter).
+type RedriveStats struct {
+	Records int // stream records in the batch
+	Counted int // events counted by this redrive
+	Already int // events the batch's own attempts, or an earlier redrive, had counted
+	Skipped int // records that do not count (not an event insert)
+}
 
 // Redrive counts the records of a batch of stream shard shardID that
 // Lambda gave up on and that no link of the shard's chain holds: exactly
@@ -37,7 +47,7 @@ func (c *Chain) Redrive(ctx context.Context, shardID string, recs []events.Dynam
 	if err != nil {
 		return st, err
 	}
-	if start == nil || seqLess(parsed[0].seq, start.First) {
+	if start == nil || SeqLess(parsed[0].seq, start.First) {
 		return st, ErrBeforeChain
 	}
 	ranges, err := c.linksAround(ctx, shardID, parsed[0].seq, parsed[len(parsed)-1].seq)
@@ -52,7 +62,7 @@ func (c *Chain) Redrive(ctx context.Context, shardID string, recs []events.Dynam
 	}
 	var todo []events.DynamoDBEventRecord
 	for _, r := range recs {
-		if seq, err := canonicalSeq(r.Change.SequenceNumber); err == nil && want[seq] {
+		if seq, err := CanonicalSeq(r.Change.SequenceNumber); err == nil && want[seq] {
 			todo = append(todo, r)
 		}
 	}
@@ -73,7 +83,7 @@ func (c *Chain) Redrive(ctx context.Context, shardID string, recs []events.Dynam
 // covered: a link of ranges (each {First, Last}) holds seq.
 func covered(ranges []Link, seq string) bool {
 	for _, l := range ranges {
-		if !seqLess(seq, l.First) && !seqLess(l.Last, seq) {
+		if !SeqLess(seq, l.First) && !SeqLess(l.Last, seq) {
 			return true
 		}
 	}
@@ -112,7 +122,7 @@ func (c *Chain) linksAround(ctx context.Context, shardID, first, last string) ([
 				return nil, fmt.Errorf("L0 chain of %s: %w", shardID, err)
 			}
 			out = append(out, l)
-			if seqLess(l.Key, first) {
+			if SeqLess(l.Key, first) {
 				return out, nil
 			}
 		}
@@ -152,10 +162,22 @@ func decodeRange(it map[string]types.AttributeValue) (Link, error) {
 	}
 	var l Link
 	var err error
-	if l.Key, err = canonicalSeq(sk.Value); err == nil {
-		if l.First, err = canonicalSeq(first.Value); err == nil {
-			l.Last, err = canonicalSeq(last.Value)
+	if l.Key, err = CanonicalSeq(sk.Value); err == nil {
+		if l.First, err = CanonicalSeq(first.Value); err == nil {
+			l.Last, err = CanonicalSeq(last.Value)
 		}
 	}
 	return l, err
+}
+
+// bounds are the first and last sequence numbers of recs, canonical.
+func bounds(recs []events.DynamoDBEventRecord) (first, last string, err error) {
+	if len(recs) == 0 {
+		return "", "", errors.New("no records")
+	}
+	if first, err = CanonicalSeq(recs[0].Change.SequenceNumber); err != nil {
+		return "", "", err
+	}
+	last, err = CanonicalSeq(recs[len(recs)-1].Change.SequenceNumber)
+	return first, last, err
 }

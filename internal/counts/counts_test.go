@@ -24,6 +24,7 @@ import (
 	"github.com/shardline/shardline/internal/params"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/ops/sourcecounter"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/testddb"
 )
@@ -93,14 +94,14 @@ func (e *env) stream(t *testing.T) map[string][]events.DynamoDBEventRecord {
 	return recs
 }
 
-func (e *env) counter(t *testing.T, endpoint string) *counts.Counter {
-	return &counts.Counter{Client: testddb.Client(t, endpoint), Table: e.table, Retention: 30 * 24 * time.Hour}
+func (e *env) counter(t *testing.T, endpoint string) *sourcecounter.Counter {
+	return &sourcecounter.Counter{Client: testddb.Client(t, endpoint), Table: e.table, Retention: 30 * 24 * time.Hour}
 }
 
 // deliver applies every shard's records in batches of size n.
-func deliver(t *testing.T, c *counts.Counter, recs map[string][]events.DynamoDBEventRecord, n int) counts.Stats {
+func deliver(t *testing.T, c *sourcecounter.Counter, recs map[string][]events.DynamoDBEventRecord, n int) sourcecounter.Stats {
 	t.Helper()
-	var sum counts.Stats
+	var sum sourcecounter.Stats
 	for shard, rs := range recs {
 		for i := 0; i < len(rs); i += n {
 			st, err := c.Apply(context.Background(), shard, rs[i:min(i+n, len(rs))])

@@ -65,13 +65,13 @@ func decodeLink(it map[string]types.AttributeValue) (Link, error) {
 	}
 	var l Link
 	var err error
-	if l.Key, err = canonicalSeq(sk.Value); err != nil {
+	if l.Key, err = CanonicalSeq(sk.Value); err != nil {
 		return Link{}, fmt.Errorf("link key: %w", err)
 	}
-	if l.First, err = canonicalSeq(first.Value); err != nil {
+	if l.First, err = CanonicalSeq(first.Value); err != nil {
 		return Link{}, fmt.Errorf("link %s: %w", l.Key, err)
 	}
-	if l.Last, err = canonicalSeq(last.Value); err != nil {
+	if l.Last, err = CanonicalSeq(last.Value); err != nil {
 		return Link{}, fmt.Errorf("link %s: %w", l.Key, err)
 	}
 	if l.N, err = strconv.Atoi(n.Value); err != nil {

@@ -36,8 +36,8 @@ func TestTallyByTypeMemory(t *testing.T) {
 		at := r.From.Add(time.Duration(i) * bucketing.CounterSlice)
 		it := map[string]types.AttributeValue{"sk": &types.AttributeValueMemberS{Value: bucketing.CounterSK(at)}}
 		put := func(id, typ string, n int) {
-			it[typePrefix+id] = &types.AttributeValueMemberS{Value: typ}
-			it[countPrefix+at.Format("04")+id] = &types.AttributeValueMemberN{Value: fmt.Sprint(n)}
+			it[TypePrefix+id] = &types.AttributeValueMemberS{Value: typ}
+			it[CountPrefix+at.Format("04")+id] = &types.AttributeValueMemberN{Value: fmt.Sprint(n)}
 			want[int(at.Sub(r.From)/r.Interval)] += int64(n)
 		}
 		for j := range perItem {

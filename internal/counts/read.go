@@ -121,9 +121,9 @@ func (r Request) add(t tally, it map[string]types.AttributeValue) error {
 			err    error
 		)
 		switch {
-		case len(name) >= 4 && strings.HasPrefix(name, countPrefix):
+		case len(name) >= 4 && strings.HasPrefix(name, CountPrefix):
 			typ, minute, n, err = counterOf(it, name, v)
-		case len(name) == 3 && strings.HasPrefix(name, overflowPrefix):
+		case len(name) == 3 && strings.HasPrefix(name, OverflowPrefix):
 			minute, n, err = overflowOf(name, v)
 		default:
 			continue
@@ -157,7 +157,7 @@ func (r Request) count(t tally, at time.Time, typ string, n int64) {
 
 // counterOf decodes the counter attribute name: c<mm><type id>.
 func counterOf(it map[string]types.AttributeValue, name string, v types.AttributeValue) (typ string, minute int, n int64, err error) {
-	t, ok := it[typePrefix+name[3:]].(*types.AttributeValueMemberS)
+	t, ok := it[TypePrefix+name[3:]].(*types.AttributeValueMemberS)
 	if !ok {
 		return "", 0, 0, fmt.Errorf("counter %q: no type for id %q", name, name[3:])
 	}

@@ -1,15 +1,19 @@
 // Package counts keeps exact event counts per source, UTC minute and type,
-// for GET /v1/counts. A function on the table's stream adds each newly
-// inserted event to the counter item of its source and ten minutes —
-// exactly once, however often the stream delivers it — and a reader sums
-// counter items into the buckets a chart asks for. docs/counts.md gives
-// the argument.
+// for GET /v1/counts. The counter function on the table's stream adds each
+// newly inserted event to its stream shard's L0 chain — exactly once,
+// however often the stream delivers it — the fold function folds the
+// chains into packs and hour items, and a reader sums the levels, and the
+// counter items of the previous release, into the buckets a chart asks
+// for. docs/counts.md gives the argument. The previous release's
+// per-source counter, which wrote those counter items, is in
+// ops/sourcecounter: no function runs it.
 package counts
 
 import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -17,6 +21,7 @@ import (
 
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/pkg/bucketing"
 )
 
 // record is one stream record that counts: an event that was inserted.
@@ -59,16 +64,17 @@ func parseEvent(r events.DynamoDBEventRecord) (record, error) {
 	if err != nil {
 		return record{}, err
 	}
-	seq, err := canonicalSeq(r.Change.SequenceNumber)
+	seq, err := CanonicalSeq(r.Change.SequenceNumber)
 	if err != nil {
 		return record{}, err
 	}
 	return record{seq: seq, source: ev.Source, time: ev.Time, typ: typ}, nil
 }
 
-// canonicalSeq strips a sequence number's leading zeros, so that numbers
-// compare by length, then bytewise.
-func canonicalSeq(s string) (string, error) {
+// CanonicalSeq strips a sequence number's leading zeros, so that numbers
+// compare by length, then bytewise (SeqLess). A watermark in a counter item
+// is one; exported for the previous release's counter (ops/sourcecounter).
+func CanonicalSeq(s string) (string, error) {
 	if s == "" || strings.Trim(s, "0123456789") != "" {
 		return "", fmt.Errorf("sequence number %q is not a decimal number", s)
 	}
@@ -82,35 +88,85 @@ func canonicalSeq(s string) (string, error) {
 	return s, nil
 }
 
-// seqLess compares canonical sequence numbers.
-func seqLess(a, b string) bool {
+// SeqLess compares canonical sequence numbers (CanonicalSeq).
+func SeqLess(a, b string) bool {
 	if len(a) != len(b) {
 		return len(a) < len(b)
 	}
 	return a < b
 }
 
-// shortID names a type or a stream shard inside a counter item: the first n
-// bytes of its SHA-256, in URL-safe base64.
-func shortID(s string, n int) string {
+// ShortID names a type or a stream shard inside a counter item: the first n
+// bytes of its SHA-256, in URL-safe base64. The chain's switch-over guard
+// names a shard's watermark with it, as the previous release's counter
+// (ops/sourcecounter) named it.
+func ShortID(s string, n int) string {
 	h := sha256.Sum256([]byte(s))
 	return base64.RawURLEncoding.EncodeToString(h[:n])
 }
 
-// Sizes of the ids: a type's id is 6 bytes (8 characters), widened to the
-// whole hash in the one item where two types' short ids collide; a shard's
-// id is 9 bytes (12 characters), which keeps the watermarks of the ~100
-// stream shards a hot source may touch under 2 KB.
+// ShardIDBytes is the size of a stream shard's id in a counter item, 9
+// bytes (12 characters), which keeps the watermarks of the ~100 stream
+// shards a hot source may touch under 2 KB.
+const ShardIDBytes = 9
+
+// Attribute names of a counter item, the previous release's per-source
+// counter's (ops/sourcecounter), that LSM.Read and the chain's switch-over
+// guard read.
 const (
-	typeIDBytes  = 6
-	shardIDBytes = 9
+	CountPrefix    = "c" // c<mm><type id>: events of that type in minute mm
+	TypePrefix     = "t" // t<type id>: the type the id stands for
+	MarkPrefix     = "w" // w<shard id>: the last sequence number of that shard counted here
+	OverflowPrefix = "o" // o<mm>: events of minute mm whose type the item does not keep (see MaxTypesPerItem)
 )
 
-// Attribute names of a counter item.
-const (
-	countPrefix    = "c" // c<mm><type id>: events of that type in minute mm
-	typePrefix     = "t" // t<type id>: the type the id stands for
-	markPrefix     = "w" // w<shard id>: the last sequence number of that shard counted here
-	overflowPrefix = "o" // o<mm>: events of minute mm whose type the item does not keep (see MaxTypesPerItem)
-	keptAttr       = "k" // the string set of the ids of the types the item counts by name
-)
+// MaxTypesPerItem is the most types one counter item (one source's
+// bucketing.CounterSlice, ten minutes) counts by name. The events of any
+// further type in those minutes are still counted, exactly and once, in the
+// item's overflow counters, one per minute, without their type;
+// GET /v1/counts answers them in its "other" series. The cap is what keeps
+// an item under DynamoDB's 400 KB whatever a producer puts in `type`: 100
+// types of 256 bytes, each with a counter in every minute, and the
+// watermarks of 144 stream shards make about 45 KB (docs/counts.md,
+// "Overflow").
+const MaxTypesPerItem = 100
+
+// itemKey names a counter item.
+type itemKey struct{ source, slice string }
+
+// itemGroup is the records of one batch that go to one counter item, in
+// sequence order.
+type itemGroup struct {
+	source, slice string
+	recs          []record
+}
+
+func group(recs []record) []itemGroup {
+	idx := map[[2]string]int{}
+	var out []itemGroup
+	for _, r := range recs {
+		k := [2]string{r.source, bucketing.CounterSK(r.time)}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, itemGroup{source: k[0], slice: k[1]})
+		}
+		out[i].recs = append(out[i].recs, r)
+	}
+	for _, g := range out {
+		sort.SliceStable(g.recs, func(i, j int) bool { return SeqLess(g.recs[i].seq, g.recs[j].seq) })
+	}
+	return out
+}
+
+// above is the records after watermark mark.
+func above(recs []record, mark string) []record {
+	var out []record
+	for _, r := range recs {
+		if SeqLess(mark, r.seq) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/item"
+	"github.com/shardline/shardline/ops/sourcecounter"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/testddb"
 )
@@ -31,7 +32,7 @@ type givenUp struct {
 // previousRelease is the counter function of the releases before the L0
 // chain: the per-source counter, and a note of what a failed invocation
 // left uncounted.
-type previousRelease struct{ Counter *counts.Counter }
+type previousRelease struct{ Counter *sourcecounter.Counter }
 
 func (p *previousRelease) Invoke(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, error) {
 	resp, _, err := p.Counter.Handle(ctx, ev)
@@ -146,7 +147,7 @@ func TestRedriveCountsWhatTheGivenUpBatchMissed(t *testing.T) {
 		t.Fatalf("redrive: %+v, %v", st, err)
 	}
 	g.check(t)
-	for _, c := range []*counts.Counter{c, g.e.counter(t, testddb.Endpoint(t))} { // the same container, and a fresh one
+	for _, c := range []*sourcecounter.Counter{c, g.e.counter(t, testddb.Endpoint(t))} { // the same container, and a fresh one
 		st, err = c.Redrive(ctx, g.shard, g.batch)
 		if err != nil || st.Counted != 0 || st.Already != 40 {
 			t.Fatalf("second redrive: %+v, %v", st, err)
@@ -174,7 +175,7 @@ func TestRedriveWithoutANote(t *testing.T) {
 		g := giveUp(t, true)
 		g.moveOn(t)
 		st, err := g.e.counter(t, testddb.Endpoint(t)).Redrive(ctx, g.shard, g.batch)
-		var amb *counts.AmbiguousError
+		var amb *sourcecounter.AmbiguousError
 		if !errors.As(err, &amb) || len(amb.Items) != 2 || st.Counted != 0 {
 			t.Fatalf("redrive: %+v, %v", st, err)
 		}

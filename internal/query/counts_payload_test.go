@@ -14,6 +14,7 @@ import (
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/ops/sourcecounter"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
@@ -69,7 +70,7 @@ func TestCountsFitLambdaPayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &counts.Counter{Client: client, Table: table, Retention: 30 * 24 * time.Hour}
+	c := &sourcecounter.Counter{Client: client, Table: table, Retention: 30 * 24 * time.Hour}
 	for shard, rs := range recs {
 		if _, err := c.Apply(context.Background(), shard, rs); err != nil {
 			t.Fatal(err)

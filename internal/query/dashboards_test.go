@@ -17,6 +17,7 @@ import (
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/local/ddbstreams"
+	"github.com/shardline/shardline/ops/sourcecounter"
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
@@ -45,7 +46,7 @@ func TestDashboardRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &counts.Counter{Client: client, Table: table, Retention: 30 * 24 * time.Hour}
+	c := &sourcecounter.Counter{Client: client, Table: table, Retention: 30 * 24 * time.Hour}
 	for shard, rs := range recs {
 		if _, err := c.Apply(context.Background(), shard, rs); err != nil {
 			t.Fatal(err)

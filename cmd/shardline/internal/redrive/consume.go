@@ -11,6 +11,7 @@ import (
 	"github.com/shardline/shardline/internal/backoff"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/ops/onfailure"
+	"github.com/shardline/shardline/ops/sourcecounter"
 )
 
 // batch is an object's records, of one kind of stream.
@@ -67,7 +68,7 @@ func (r *Redriver) process(ctx context.Context, o Options, c Consumer, shardID s
 // countAgain counts what a given-up counter batch left uncounted: by its
 // shard's L0 chain (counts.Chain.Redrive), or, for a batch given up before
 // the chain began (under the per-source counter of earlier releases), by
-// that counter's notes and watermarks (counts.Counter.Redrive).
+// that counter's notes and watermarks (sourcecounter.Counter.Redrive).
 func (r *Redriver) countAgain(ctx context.Context, shardID string, recs []events.DynamoDBEventRecord) (counts.RedriveStats, error) {
 	st, err := r.Chain.Redrive(ctx, shardID, recs)
 	if errors.Is(err, counts.ErrBeforeChain) {
@@ -88,7 +89,7 @@ func retry(ctx context.Context, o Options, f func(context.Context) (int, error))
 		}
 		var n int
 		n, err = invoke(ctx, o, f)
-		var amb *counts.AmbiguousError
+		var amb *sourcecounter.AmbiguousError
 		if err == nil || ctx.Err() != nil || errors.As(err, &amb) {
 			return n, err
 		}

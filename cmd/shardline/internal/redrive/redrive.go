@@ -5,7 +5,7 @@
 // bucket's aws/lambda/ prefix, Run hands the records to the consumer that
 // gave up on them, running its own code: a Kinesis batch to the ingest
 // handler, a table stream batch to the counter (counts.Chain.Redrive, or
-// counts.Counter.Redrive for a batch given up before the chain began) or
+// sourcecounter.Counter.Redrive for a batch given up before the chain began) or
 // the archive (archive.Function.Archive). Which consumer an object is for
 // comes from the event source mapping's id in its key
 // (aws/lambda/<mapping id>/...), which the stack's bucket policy lets only
@@ -30,6 +30,7 @@ import (
 	"github.com/shardline/shardline/internal/archive"
 	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/ops/onfailure"
+	"github.com/shardline/shardline/ops/sourcecounter"
 )
 
 // S3API is the part of the S3 client redrive uses.
@@ -73,7 +74,7 @@ type Redriver struct {
 	// before the chain began; Archive is the archive's. Nil leaves their
 	// batches in the bucket.
 	Chain   *counts.Chain
-	Counter *counts.Counter
+	Counter *sourcecounter.Counter
 	Archive *archive.Function
 	// Mappings maps the event source mappings' ids (the stack's outputs
 	// IngestMappingId, CounterMappingId, ArchiveMappingId) to their
@@ -139,7 +140,7 @@ const (
 	// left for a later run.
 	Failed Outcome = "failed"
 	// Undecided: the counter cannot tell which of the records were counted
-	// (counts.AmbiguousError); the object is left.
+	// (sourcecounter.AmbiguousError); the object is left.
 	Undecided Outcome = "undecided"
 	// Unknown: the object is of an event source mapping this run was not
 	// told of; it is left.
@@ -265,7 +266,7 @@ func (r *Redriver) handle(ctx context.Context, o Options, key string) Result {
 		return res
 	}
 	res.Done, err = r.process(ctx, o, res.Consumer, rec.Batch().ShardID, b, h)
-	var amb *counts.AmbiguousError
+	var amb *sourcecounter.AmbiguousError
 	switch {
 	case errors.As(err, &amb):
 		res.Outcome, res.Err = Undecided, err

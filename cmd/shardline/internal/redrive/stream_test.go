@@ -22,6 +22,7 @@ import (
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/local/ddbstreams"
 	"github.com/shardline/shardline/ops/onfailure"
+	"github.com/shardline/shardline/ops/sourcecounter"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/testddb"
 	"github.com/shardline/shardline/testkit/tests3"
@@ -159,7 +160,7 @@ func TestRedriveTableStream(t *testing.T) {
 	saved := snapshot(t, bucket)
 	r := &Redriver{S3: tests3.Client(t), Bucket: bucket, Mappings: map[string]Consumer{"counter-mapping": Counter, "archive-mapping": Archive},
 		Chain:   &counts.Chain{Client: client, Table: table, Retention: 30 * 24 * time.Hour},
-		Counter: &counts.Counter{Client: client, Table: table, Retention: 30 * 24 * time.Hour}, Archive: &archive.Function{Store: archive.Dir(dir)}}
+		Counter: &sourcecounter.Counter{Client: client, Table: table, Retention: 30 * 24 * time.Hour}, Archive: &archive.Function{Store: archive.Dir(dir)}}
 	var byConsumer = map[Consumer]int{}
 	sum, err := r.Run(ctx, Options{OnObject: func(res Result) { byConsumer[res.Consumer]++ }})
 	if err != nil || sum.Redriven != objects || sum.NeedsAttention() || byConsumer[Counter] != int(cp.Delivered()) || byConsumer[Archive] != int(ap.Delivered()) {

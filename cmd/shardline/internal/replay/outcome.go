@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shardline/shardline/internal/item"
-	"github.com/shardline/shardline/internal/plural"
+	"github.com/shardline/shardline/ops/plural"
 )
 
 // maxOutcome bounds an outcome's bytes: a reason quotes input (a JSON

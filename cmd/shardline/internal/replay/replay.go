@@ -11,8 +11,8 @@ import (
 	"github.com/shardline/shardline/internal/ddberr"
 	"github.com/shardline/shardline/internal/ingest"
 	"github.com/shardline/shardline/internal/item"
-	"github.com/shardline/shardline/internal/plural"
 	"github.com/shardline/shardline/internal/query"
+	"github.com/shardline/shardline/ops/plural"
 )
 
 // API is the part of the DynamoDB client a replay uses besides the ingest

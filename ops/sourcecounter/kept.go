@@ -1,17 +1,10 @@
-package counts
+package sourcecounter
 
-import "maps"
+import (
+	"maps"
 
-// MaxTypesPerItem is the most types one counter item (one source's
-// bucketing.CounterSlice, ten minutes) counts by name. The events of any
-// further type in those minutes are still counted, exactly and once, in the
-// item's overflow counters, one per minute, without their type;
-// GET /v1/counts answers them in its "other" series. The cap is what keeps
-// an item under DynamoDB's 400 KB whatever a producer puts in `type`: 100
-// types of 256 bytes, each with a counter in every minute, and the
-// watermarks of 144 stream shards make about 45 KB (docs/counts.md,
-// "Overflow").
-const MaxTypesPerItem = 100
+	"github.com/shardline/shardline/internal/counts"
+)
 
 // kept is what a container knows of the types an item counts by name: ids
 // known to be in its kept set (the set only grows, so this is a subset of
@@ -26,9 +19,6 @@ func (k kept) clone() kept { return kept{ids: maps.Clone(k.ids), exact: k.exact}
 
 // full: the item is known to keep limit types, and so no other.
 func (k kept) full(limit int) bool { return k.exact && len(k.ids) >= limit }
-
-// itemKey names a counter item.
-type itemKey struct{ source, slice string }
 
 // maxKnown bounds the items whose kept types a container remembers; past
 // it the memory starts again, and an item near its cap is read again.
@@ -56,7 +46,7 @@ func (c *Counter) maxTypes() int {
 	if c.MaxTypes > 0 {
 		return c.MaxTypes
 	}
-	return MaxTypesPerItem
+	return counts.MaxTypesPerItem
 }
 
 // Expression budget of one update: DynamoDB allows 4 KB of update

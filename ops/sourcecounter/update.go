@@ -1,4 +1,4 @@
-package counts
+package sourcecounter
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/ddberr"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -76,17 +77,6 @@ func (u *updater) refresh(ctx context.Context) error {
 func (u *updater) fail(err error) itemStats {
 	u.st.err = fmt.Errorf("counter %s %s: %w", u.g.source, u.g.slice, err)
 	return u.st
-}
-
-// above is the records after watermark mark.
-func above(recs []record, mark string) []record {
-	var out []record
-	for _, r := range recs {
-		if seqLess(mark, r.seq) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // updater writes one item's chunks.
@@ -234,7 +224,7 @@ func (u *updater) read(ctx context.Context, recs []record) (*string, error) {
 	if !ok {
 		return nil, nil
 	}
-	s, err := canonicalSeq(n.Value)
+	s, err := counts.CanonicalSeq(n.Value)
 	if err != nil {
 		return nil, fmt.Errorf("watermark: %w", err)
 	}

@@ -1,6 +1,6 @@
 // Package plural picks a noun's form for a count ("1 record", "2
-// records"), for the messages the counter's redrive, the operator's
-// commands and the benchmark print.
+// records"), for the messages the operator's commands, the previous
+// release's counter's redrive (ops/sourcecounter) and the benchmark print.
 package plural
 
 import "strconv"

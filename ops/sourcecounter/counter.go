@@ -1,33 +1,31 @@
-package counts
+package sourcecounter
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/internal/counts"
 )
 
-// Client is the part of the DynamoDB client the counter function uses.
+// Client is the part of the DynamoDB client the counter uses.
 type Client interface {
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
 
 // Counter adds stream records to counter items. It is safe for concurrent
-// use; make one per container.
+// use; the previous release made one per container.
 type Counter struct {
 	Client      Client
 	Table       string
 	Retention   time.Duration // a counter item lives a day longer than its hour's events
 	Concurrency int           // counter items updated at once; default 16
-	MaxTypes    int           // types an item counts by name; default MaxTypesPerItem
+	MaxTypes    int           // types an item counts by name; default counts.MaxTypesPerItem
 
 	// marks remembers the watermark this container last wrote per (item,
 	// shard), so that a batch delivered again skips, without a request,
@@ -74,7 +72,7 @@ type Stats struct {
 	WCU       float64 // write capacity the updates consumed
 
 	// Overflowed is the events counted without their type, in the
-	// overflow counters of an item that keeps MaxTypesPerItem types
+	// overflow counters of an item that keeps counts.MaxTypesPerItem types
 	// already, or after DynamoDB refused an update with types; by source
 	// in OverflowBySource.
 	Overflowed       int
@@ -84,18 +82,16 @@ type Stats struct {
 	Fallbacks int
 }
 
-// ErrNoShard is returned for an invocation without a shard id.
-var ErrNoShard = errors.New("counts: the invocation carries no shardId: give the event source mapping a tumbling window (TumblingWindowInSeconds), which makes Lambda send it")
-
-// Handle is the Lambda entry point. The mapping's tumbling window is there
-// only to make Lambda send the shard id; no state is kept across
-// invocations, so the answer's state is empty (Lambda fails an invocation
-// whose answer has none).
+// Handle was the previous release's Lambda entry point; tests play that
+// release with it. The mapping's tumbling window is there only to make
+// Lambda send the shard id; no state is kept across invocations, so the
+// answer's state is empty (Lambda fails an invocation whose answer has
+// none).
 func (c *Counter) Handle(ctx context.Context, ev events.DynamoDBTimeWindowEvent) (events.DynamoDBTimeWindowEventResponse, Stats, error) {
 	resp := events.DynamoDBTimeWindowEventResponse{}
 	resp.State = map[string]string{}
 	if ev.ShardID == "" {
-		return resp, Stats{Records: len(ev.Records)}, ErrNoShard
+		return resp, Stats{Records: len(ev.Records)}, counts.ErrNoShard
 	}
 	st, err := c.Apply(ctx, ev.ShardID, ev.Records)
 	return resp, st, err
@@ -149,32 +145,6 @@ func (c *Counter) Apply(ctx context.Context, shardID string, recs []events.Dynam
 		}
 	}
 	return st, err
-}
-
-// itemGroup is the records of one batch that go to one counter item, in
-// sequence order.
-type itemGroup struct {
-	source, slice string
-	recs          []record
-}
-
-func group(recs []record) []itemGroup {
-	idx := map[[2]string]int{}
-	var out []itemGroup
-	for _, r := range recs {
-		k := [2]string{r.source, bucketing.CounterSK(r.time)}
-		i, ok := idx[k]
-		if !ok {
-			i = len(out)
-			idx[k] = i
-			out = append(out, itemGroup{source: k[0], slice: k[1]})
-		}
-		out[i].recs = append(out[i].recs, r)
-	}
-	for _, g := range out {
-		sort.SliceStable(g.recs, func(i, j int) bool { return seqLess(g.recs[i].seq, g.recs[j].seq) })
-	}
-	return out
 }
 
 type itemStats struct {

@@ -1,4 +1,4 @@
-package counts
+package sourcecounter
 
 import (
 	"context"
@@ -8,16 +8,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/shardline/shardline/internal/plural"
+	"github.com/shardline/shardline/internal/counts"
+	"github.com/shardline/shardline/ops/plural"
 )
-
-// RedriveStats says what Redrive did with a batch.
-type RedriveStats struct {
-	Records int // stream records in the batch
-	Counted int // events counted by this redrive
-	Already int // events the batch's own attempts, or an earlier redrive, had counted
-	Skipped int // records that do not count (not an event insert)
-}
 
 // AmbiguousError names the counter items of a given-up batch for which it
 // cannot be told what was counted: the batch has no note of its last
@@ -44,8 +37,8 @@ func (e *AmbiguousError) Error() string {
 // ambiguous (*AmbiguousError) and left. The missing records are counted
 // under a watermark of their own, named after the batch, so that a redrive
 // run again (interrupted, or its object not deleted) adds nothing twice.
-func (c *Counter) Redrive(ctx context.Context, shardID string, recs []events.DynamoDBEventRecord) (RedriveStats, error) {
-	st := RedriveStats{Records: len(recs)}
+func (c *Counter) Redrive(ctx context.Context, shardID string, recs []events.DynamoDBEventRecord) (counts.RedriveStats, error) {
+	st := counts.RedriveStats{Records: len(recs)}
 	parsed, skipped, err := parse(recs)
 	st.Skipped = skipped
 	if err != nil || len(parsed) == 0 {
@@ -77,7 +70,7 @@ func (c *Counter) Redrive(ctx context.Context, shardID string, recs []events.Dyn
 		st.Already += len(g.recs) - len(missing[i])
 	}
 	for _, r := range recs {
-		if seq, err := canonicalSeq(r.Change.SequenceNumber); err == nil && want[seq] {
+		if seq, err := counts.CanonicalSeq(r.Change.SequenceNumber); err == nil && want[seq] {
 			todo = append(todo, r)
 		}
 	}

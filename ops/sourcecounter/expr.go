@@ -1,4 +1,4 @@
-package counts
+package sourcecounter
 
 import (
 	"strconv"

@@ -1,8 +1,7 @@
-package counts
+package sourcecounter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/counts"
 	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
@@ -94,18 +94,6 @@ func (c *Counter) NoteFailure(ctx context.Context, shardID string, recs []events
 	return c.writeNote(ctx, shardID, first, end, out)
 }
 
-// bounds are the first and last sequence numbers of recs, canonical.
-func bounds(recs []events.DynamoDBEventRecord) (first, last string, err error) {
-	if len(recs) == 0 {
-		return "", "", errors.New("no records")
-	}
-	if first, err = canonicalSeq(recs[0].Change.SequenceNumber); err != nil {
-		return "", "", err
-	}
-	last, err = canonicalSeq(recs[len(recs)-1].Change.SequenceNumber)
-	return first, last, err
-}
-
 // each runs f(0..n-1), Concurrency at a time.
 func (c *Counter) each(n int, f func(int)) {
 	conc := c.Concurrency
@@ -148,7 +136,7 @@ func (c *Counter) readMarks(ctx context.Context, source, slice string, sids ...s
 	marks := map[string]*string{}
 	for _, sid := range sids {
 		if n, ok := out.Item[markPrefix+sid].(*types.AttributeValueMemberN); ok {
-			s, err := canonicalSeq(n.Value)
+			s, err := counts.CanonicalSeq(n.Value)
 			if err != nil {
 				return nil, fmt.Errorf("counter %s %s watermark: %w", source, slice, err)
 			}
