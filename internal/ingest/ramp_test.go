@@ -26,15 +26,16 @@ import (
 //
 // Scaled 250 times smaller than life (traffic, the model's keys, and the
 // nominal figure the containers start from: see scaled), on the
-// simulation's virtual clock (sim_test.go). Two Kinesis shards, each with
-// its own warm container, share the traffic; the containers must agree on
-// one schedule.
+// simulation's virtual clock (sim_test.go); rampOn runs a ramp of any
+// keys, scale and peak. Two Kinesis shards, each with its own warm
+// container, share the traffic; the containers must agree on one
+// schedule.
 //
 // The ramp is on keys of the nominal ceiling. On keys of a quarter of it
-// the policy learns what they take (the overload and shared-partition
-// simulations), but a ramp still over-raises there: while the writers
-// drain the backlog a step leaves on the old keys, what the new keys take
-// of them reads low (docs/adaptive.md).
+// (rampCase{scale: 50, keyWCU: 250, to: 1_250}, the policy told only the
+// nominal figure) it still takes four or five steps where three are
+// allowed, for reasons docs/adaptive.md ("A ramp on keys of a quarter of
+// the nominal figure") measures; that case joins this test once it holds.
 //
 // What it cannot avoid, it measures: events stamped before a table raise
 // takes effect stay on the keys they were placed on, so the backlog built
@@ -43,12 +44,23 @@ import (
 // and for three minutes after.
 func TestAdaptiveShardingUnderARamp(t *testing.T) {
 	t.Parallel()
+	rampOn(t, rampCase{scale: 250, keyWCU: 1000, to: 5_000})
+}
+
+// rampCase is a ramp's keys and peak: scale is how many times smaller
+// than life the traffic, the model's keys and the nominal figure are;
+// keyWCU what each key of the model takes and to the events a second from
+// the end of the ramp on, both at life size.
+type rampCase struct {
+	scale, keyWCU, to float64
+}
+
+// rampOn runs the ramp of c and checks its verdicts.
+func rampOn(t *testing.T, rc rampCase) {
+	scale, keyWCU, to := rc.scale, rc.keyWCU, rc.to
 	const (
-		scale   = 250.0  // traffic, key ceilings and the nominal figure, this many times smaller than life
-		keyWCU  = 1000.0 // what each key of the model takes, at life size
 		source  = "ramp"
-		from    = 100.0   // events a second (at life size) at the start
-		to      = 5_000.0 // and from the end of the ramp on
+		from    = 100.0 // events a second (at life size) at the start
 		rampFor = 10 * time.Minute
 		midway  = 12 * time.Minute // when the reads during the ramp happen
 		tail    = 3 * time.Minute  // traffic after the backlog has drained
@@ -141,7 +153,7 @@ func TestAdaptiveShardingUnderARamp(t *testing.T) {
 		// Enough keys to carry the peak at their ceiling.
 		need := int(math.Ceil(to / keyWCU))
 		if l := sched.Last(); l.Shards < need || l.GSIShards < need {
-			t.Errorf("last step %+v: 5,000 events/s need %d of each at the ceiling", l, need)
+			t.Errorf("last step %+v: %.0f events/s need %d of each at the ceiling", l, to, need)
 		}
 
 		var tailSeen, tailHeld, allSeen, allHeld int64
