@@ -117,15 +117,10 @@ func (l *LSM) readUnrolled(ctx context.Context, r Request, t tally, l2 map[strin
 	for _, rt := range runs {
 		for _, x := range rt.tuples {
 			h := bucketing.Hour(x.Minute)
-			list := byHour[h]
-			if len(list) == 0 {
+			if len(byHour[h]) == 0 {
 				hours = append(hours, h)
 			}
-			if len(list) == 0 || list[len(list)-1].run != rt.run {
-				list = append(list, runTuples{run: rt.run})
-			}
-			list[len(list)-1].tuples = append(list[len(list)-1].tuples, x)
-			byHour[h] = list
+			byHour[h] = withTuple(byHour[h], rt.run, x)
 		}
 	}
 	for _, h := range hours {

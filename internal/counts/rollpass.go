@@ -141,15 +141,10 @@ func itemsBefore(runs []runTuples, cutoff time.Time, to int64) (map[itemKey][]ru
 				continue
 			}
 			k := itemKey{x.Source, bucketing.Hour(x.Minute)}
-			list := items[k]
-			if len(list) == 0 {
+			if len(items[k]) == 0 {
 				order = append(order, k)
 			}
-			if len(list) == 0 || list[len(list)-1].run != rt.run {
-				list = append(list, runTuples{run: rt.run})
-			}
-			list[len(list)-1].tuples = append(list[len(list)-1].tuples, x)
-			items[k] = list
+			items[k] = withTuple(items[k], rt.run, x)
 		}
 	}
 	sort.Slice(order, func(i, j int) bool { return order[i].before(order[j]) })

@@ -52,6 +52,16 @@ type runTuples struct {
 	tuples []Tuple
 }
 
+// withTuple is list, the runs' tuples of one key in run order, with x of
+// run added: to the last run's when it is run, else in a run of its own.
+func withTuple(list []runTuples, run int64, x Tuple) []runTuples {
+	if len(list) == 0 || list[len(list)-1].run != run {
+		list = append(list, runTuples{run: run})
+	}
+	list[len(list)-1].tuples = append(list[len(list)-1].tuples, x)
+	return list
+}
+
 // Rollup writes into L2 the tuples of the done runs whose hour has ended:
 // one item per (source, hour), pk C#<source>, sk the hour (the key of the
 // hour items of the releases before ten-minute items, which every chart's
