@@ -128,7 +128,7 @@ func TestOneMiBKinesisRecords(t *testing.T) {
 	e := newEnv(t, false, nil)
 	bigEvent := []byte(`{"id":"big","source":"s","type":"t","data":"` + strings.Repeat("z", 1<<20-60) + `"}`)
 	garbage := bytes.Repeat([]byte("not json "), (1<<20)/9)
-	resp, err := e.h.Kinesis(context.Background(), kinesisBatch(bigEvent, garbage))
+	resp, err := e.h.Kinesis(invocation(t), kinesisBatch(bigEvent, garbage))
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
@@ -154,7 +154,7 @@ func TestBadKinesisRecords(t *testing.T) {
 		[]byte(`[` + strings.Repeat(`1,`, 5000) + `1]`),
 		[]byte(`{"id":"1","source":"s","type":"t","time":"9999-12-31T23:59:59Z"}`),
 	}
-	resp, err := e.h.Kinesis(context.Background(), kinesisBatch(datas...))
+	resp, err := e.h.Kinesis(invocation(t), kinesisBatch(datas...))
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}

@@ -121,6 +121,19 @@ func storedEvent(t *testing.T, it map[string]types.AttributeValue) map[string]an
 	return m
 }
 
+// invocation is the context of an invocation with Lambda's longest
+// timeout, 15 minutes, for a test that is not about time. Without a
+// deadline the handler bounds its work to deadline.Default (25 s) of the
+// wall clock, and its first-of-day setup to half of that: under the race
+// detector, on a machine busy with other tests, a batch of 200 new
+// (source, day) pairs once took longer, and the test failed on the
+// machine's speed rather than on what the handler did.
+func invocation(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // kinesisBatch wraps payloads as the records of one Kinesis event.
 func kinesisBatch(payloads ...[]byte) events.KinesisEvent {
 	var ev events.KinesisEvent

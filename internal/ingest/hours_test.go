@@ -42,7 +42,7 @@ func TestHourIndexMarksEveryHourOnce(t *testing.T) {
 		return eventJSON("svc", fmt.Sprintf("%d-%d", h, i), day.Add(time.Duration(h)*time.Hour+time.Duration(i)*time.Second))
 	}
 	batch := kinesisBatch(at(3, 0), at(3, 1), at(7, 0), at(11, 5))
-	if resp, err := e.h.Kinesis(context.Background(), batch); err != nil || len(resp.BatchItemFailures) > 0 {
+	if resp, err := e.h.Kinesis(invocation(t), batch); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
 	if got := e.hoursOf(t, "svc", bucketing.Day(day)); !reflect.DeepEqual(got, []int{3, 7, 11}) {
@@ -50,7 +50,7 @@ func TestHourIndexMarksEveryHourOnce(t *testing.T) {
 	}
 	first := e.proxy.Count("UpdateItem")
 	for i := range 5 { // a warm container, the same hours
-		if resp, err := e.h.Kinesis(context.Background(), kinesisBatch(at(3, 10+i), at(11, 10+i))); err != nil || len(resp.BatchItemFailures) > 0 {
+		if resp, err := e.h.Kinesis(invocation(t), kinesisBatch(at(3, 10+i), at(11, 10+i))); err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("%v %v", err, resp.BatchItemFailures)
 		}
 	}
@@ -59,7 +59,7 @@ func TestHourIndexMarksEveryHourOnce(t *testing.T) {
 	}
 	other := New(e.h.cfg, e.h.writer.Client.(Client), Options{Now: e.h.now})
 	before := e.proxy.Count("UpdateItem")
-	if resp, err := other.Kinesis(context.Background(), kinesisBatch(at(7, 99), at(9, 0))); err != nil || len(resp.BatchItemFailures) > 0 {
+	if resp, err := other.Kinesis(invocation(t), kinesisBatch(at(7, 99), at(9, 0))); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
 	if n := e.proxy.Count("UpdateItem") - before; n != 1 {
@@ -111,7 +111,7 @@ func TestHourMarkerFailureFailsItsEvents(t *testing.T) {
 			t.Fatalf("%d events stored without their hour marker", n)
 		}
 		e.proxy.SetRule(nil)
-		if resp, err := e.h.Kinesis(context.Background(), batch); err != nil || len(resp.BatchItemFailures) > 0 {
+		if resp, err := e.h.Kinesis(invocation(t), batch); err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("retry: %v %v", err, resp.BatchItemFailures)
 		}
 		if n := len(e.itemsIn(t, "E#")); n != 2 {

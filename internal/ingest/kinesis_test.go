@@ -47,7 +47,7 @@ func TestKinesisStoresAllAndRetryLeavesSameItems(t *testing.T) {
 	batch := kinesisBatch(payloads...)
 	days := map[string]bool{}
 	for round := range 2 {
-		resp, err := e.h.Kinesis(context.Background(), batch)
+		resp, err := e.h.Kinesis(invocation(t), batch)
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("round %d: %v, %d failures", round, err, len(resp.BatchItemFailures))
 		}
@@ -106,7 +106,7 @@ func TestAwkwardSourcesAndIDs(t *testing.T) {
 			n++
 		}
 	}
-	resp, err := e.h.Kinesis(context.Background(), kinesisBatch(payloads...))
+	resp, err := e.h.Kinesis(invocation(t), kinesisBatch(payloads...))
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("%v, %d failures", err, len(resp.BatchItemFailures))
 	}
@@ -182,7 +182,7 @@ func TestMalformedRecordsQuarantined(t *testing.T) {
 		[]byte(`{"id":"late","source":"orders","type":"t","time":"2020-01-01T00:00:00Z"}`),
 	}
 	batch := kinesisBatch(append([][]byte{good, mixed}, bad...)...)
-	resp, err := e.h.Kinesis(context.Background(), batch)
+	resp, err := e.h.Kinesis(invocation(t), batch)
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("%v, failures %v", err, resp.BatchItemFailures)
 	}
@@ -221,7 +221,7 @@ func TestMalformedRecordsQuarantined(t *testing.T) {
 		}
 	}
 	// Quarantining is idempotent: the same batch again adds nothing.
-	if _, err := e.h.Kinesis(context.Background(), batch); err != nil {
+	if _, err := e.h.Kinesis(invocation(t), batch); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.itemsIn(t, "Q#")); n != len(q) {
@@ -290,7 +290,7 @@ func TestTransientFailuresReportedBySequence(t *testing.T) {
 				retry.Records = append(retry.Records, r)
 			}
 		}
-		resp, err = e.h.Kinesis(context.Background(), retry)
+		resp, err = e.h.Kinesis(invocation(t), retry)
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("retry: %v, %v", err, resp.BatchItemFailures)
 		}
@@ -358,7 +358,7 @@ func TestRedeliveryWritesOnlyWhatFailed(t *testing.T) {
 		e.proxy.SetRule(count(nil))
 		distinct()
 		again := events.KinesisEvent{Records: batch.Records[10:]}
-		resp, err = e.h.Kinesis(context.Background(), again)
+		resp, err = e.h.Kinesis(invocation(t), again)
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("redelivery: %v, %v", err, resp.BatchItemFailures)
 		}
@@ -372,7 +372,7 @@ func TestRedeliveryWritesOnlyWhatFailed(t *testing.T) {
 		// A container that has not seen the shard writes them all again,
 		// harmlessly; and a batch without failure leaves nothing to remember.
 		cold := New(e.cfg, clk.Client(e.via, lag), Options{Now: clk.Now})
-		if resp, err := cold.Kinesis(context.Background(), again); err != nil || len(resp.BatchItemFailures) != 0 {
+		if resp, err := cold.Kinesis(invocation(t), again); err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("cold redelivery: %v, %v", err, resp.BatchItemFailures)
 		}
 		if n := distinct(); n != 20 {
@@ -381,7 +381,7 @@ func TestRedeliveryWritesOnlyWhatFailed(t *testing.T) {
 		if n := len(e.itemsIn(t, "E#")); n != 30 {
 			t.Fatalf("%d events stored after the cold redelivery, want 30", n)
 		}
-		if resp, err := e.h.Kinesis(context.Background(), again); err != nil || len(resp.BatchItemFailures) != 0 {
+		if resp, err := e.h.Kinesis(invocation(t), again); err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("third delivery: %v, %v", err, resp.BatchItemFailures)
 		}
 		if n := distinct(); n != 20 {

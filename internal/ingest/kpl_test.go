@@ -126,7 +126,7 @@ func TestKPLAggregatesStoredExactlyOnce(t *testing.T) {
 			seq := batch.Records[1].Kinesis.SequenceNumber
 			batch.Records[1].Kinesis.Data = kpltest.Aggregate(kplRecords(w, seq, "k", n))
 			for round := range 2 {
-				resp, err := e.h.Kinesis(context.Background(), batch)
+				resp, err := e.h.Kinesis(invocation(t), batch)
 				if err != nil || len(resp.BatchItemFailures) != 0 {
 					t.Fatalf("round %d: %v, failures %v", round, err, resp.BatchItemFailures)
 				}
@@ -180,7 +180,7 @@ func TestKPLCorruptAggregatesQuarantinedWhole(t *testing.T) {
 	payloads = append(payloads, eventJSON("orders", "ok-after", fixtureNow.Add(-time.Minute)))
 	batch := kinesisBatch(payloads...)
 	for round := range 2 {
-		resp, err := e.h.Kinesis(context.Background(), batch)
+		resp, err := e.h.Kinesis(invocation(t), batch)
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("round %d: %v, failures %v", round, err, resp.BatchItemFailures)
 		}
@@ -266,7 +266,7 @@ func TestKPLTransientFailureReportsTheParentOnce(t *testing.T) {
 		}
 		e.proxy.SetRule(nil)
 		retry := events.KinesisEvent{Records: []events.KinesisEventRecord{batch.Records[1], batch.Records[3]}}
-		resp, err = e.h.Kinesis(context.Background(), retry)
+		resp, err = e.h.Kinesis(invocation(t), retry)
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("redelivery: %v, %v", err, resp.BatchItemFailures)
 		}

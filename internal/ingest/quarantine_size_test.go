@@ -70,7 +70,7 @@ func TestQuarantineOfAWideTimeThroughTheAPI(t *testing.T) {
 func TestQuarantineOfAWideTimeFromKinesis(t *testing.T) {
 	e := newEnv(t, false, raisedLimit)
 	raw := reviewerEvent()
-	resp, err := e.h.Kinesis(context.Background(), kinesisBatch(raw, eventJSON("fine", "1", fixtureNow)))
+	resp, err := e.h.Kinesis(invocation(t), kinesisBatch(raw, eventJSON("fine", "1", fixtureNow)))
 	if err != nil {
 		t.Fatal(err)
 	}

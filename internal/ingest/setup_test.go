@@ -139,7 +139,7 @@ func TestNewSourcesSetUpInParallel(t *testing.T) {
 	// goroutines happened to be scheduled.
 	simtime.Run(t, midnight.Add(-time.Hour), func(t *testing.T, clk *simtime.Clock) {
 		yesterday := New(DefaultConfig(table), clk.Client(endpoint, 0), Options{Now: clk.Now})
-		if resp, err := yesterday.Kinesis(context.Background(), batch(midnight.Add(-2*time.Hour))); err != nil || len(resp.BatchItemFailures) > 0 {
+		if resp, err := yesterday.Kinesis(invocation(t), batch(midnight.Add(-2*time.Hour))); err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("yesterday: %v %v", resp, err)
 		}
 		time.Sleep(time.Hour + time.Second)
@@ -147,7 +147,7 @@ func TestNewSourcesSetUpInParallel(t *testing.T) {
 		tc := &traced{c: clk.Client(endpoint, 0), lag: lag}
 		h := New(DefaultConfig(table), tc, Options{Now: clk.Now})
 		began := time.Now()
-		resp, err := h.Kinesis(context.Background(), batch(midnight))
+		resp, err := h.Kinesis(invocation(t), batch(midnight))
 		took := time.Since(began)
 		if err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("today: %v %v", resp, err)

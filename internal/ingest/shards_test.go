@@ -30,7 +30,7 @@ func TestRaisingShardsMidDay(t *testing.T) {
 	}
 	at := func(t time.Time) Options { return Options{Now: func() time.Time { return t }} }
 	old := New(e.h.cfg, testddb.Client(t, testddb.Endpoint(t)), at(ten))
-	if resp, err := old.Kinesis(context.Background(), kinesisBatch(before...)); err != nil || len(resp.BatchItemFailures) > 0 {
+	if resp, err := old.Kinesis(invocation(t), kinesisBatch(before...)); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("%v %v", err, resp.BatchItemFailures)
 	}
 	cfg := e.h.cfg
@@ -42,7 +42,7 @@ func TestRaisingShardsMidDay(t *testing.T) {
 		batch [][]byte
 	}{{ten.Add(30 * time.Second), before}, {ten.Add(30 * time.Minute), after}} {
 		h := New(cfg, testddb.Client(t, testddb.Endpoint(t)), at(step.now))
-		if resp, err := h.Kinesis(context.Background(), kinesisBatch(step.batch...)); err != nil || len(resp.BatchItemFailures) > 0 {
+		if resp, err := h.Kinesis(invocation(t), kinesisBatch(step.batch...)); err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("%v %v", err, resp.BatchItemFailures)
 		}
 	}

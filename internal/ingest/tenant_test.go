@@ -281,7 +281,7 @@ func TestTenantStreamQuarantinesForeignRecords(t *testing.T) {
 		tenantRecord(teamAStream, 2, event("b-1", "team-b/x")),
 		tenantRecord(teamAStream, 3, "["+event("a-2", "urn:a:y")+","+event("v-1", "v1/z")+"]"),
 	}}
-	resp, err := e.h.Kinesis(context.Background(), ev)
+	resp, err := e.h.Kinesis(invocation(t), ev)
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("%v %+v", err, resp)
 	}
@@ -304,7 +304,7 @@ func TestTenantStreamQuarantinesForeignRecords(t *testing.T) {
 		t.Errorf("the batch's refusals were not counted: %s", e.log.String())
 	}
 	// The shared stream keeps every source.
-	if resp, _ := e.h.Kinesis(context.Background(), kinesisBatch([]byte(event("b-2", "team-b/x")))); len(resp.BatchItemFailures) != 0 {
+	if resp, _ := e.h.Kinesis(invocation(t), kinesisBatch([]byte(event("b-2", "team-b/x")))); len(resp.BatchItemFailures) != 0 {
 		t.Fatal(resp)
 	}
 	if st := testddb.StoredIn(t, e.client, e.table); st.Events[testddb.EventKey("team-b/x", "b-2", time.Date(2026, 11, 22, 11, 50, 0, 0, time.UTC))] != 1 {

@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ func TestWarmHandlerManySources(t *testing.T) {
 			payloads = append(payloads, eventJSON(src, id, at))
 			want[[2]string{src, id}] = true
 		}
-		resp, err := e.h.Kinesis(context.Background(), kinesisBatch(payloads...))
+		resp, err := e.h.Kinesis(invocation(t), kinesisBatch(payloads...))
 		if err != nil {
 			t.Fatalf("invocation %d: %v", inv, err)
 		}
