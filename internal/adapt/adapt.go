@@ -130,6 +130,14 @@ type Sample struct {
 	// drains, what the keys in effect take of the writer is not their
 	// ceiling, only what it had time for.
 	Elsewhere int
+	// ElsewhereGSIWCU is the GSI write units stored of the Elsewhere
+	// items placed on the GSI count in effect: an item's GSI key is
+	// placed under the GSI count in effect when it is written, whatever
+	// its table key, so the GSI's keys in effect took them, and what they
+	// took counts them (Measured.Took). Left out, a writer draining a
+	// backlog stamped before a table raise read the GSI's keys at a third
+	// of what they took.
+	ElsewhereGSIWCU float64
 	// Latest is the newest arrival time (a Kinesis record's) among the
 	// items stored, for items delivered in the order they arrived (a
 	// Kinesis shard): how far the writer has got through the source's
@@ -249,7 +257,7 @@ func (p *Policy) Observe(source string, now time.Time, cur Counts, s Sample) {
 		w.next++
 	}
 	if from.Before(w.start) {
-		s.Items, s.Stored, s.Throttled, s.TableThrottled, s.GSIThrottled, s.Elsewhere, s.WCU, s.GSIWCU = 0, 0, 0, 0, 0, 0, 0, 0
+		s.Items, s.Stored, s.Throttled, s.TableThrottled, s.GSIThrottled, s.Elsewhere, s.WCU, s.GSIWCU, s.ElsewhereGSIWCU = 0, 0, 0, 0, 0, 0, 0, 0, 0
 		s.TableHeld, s.GSIHeld = 0, 0
 		from = now // counted under other counts: only its progress counts
 	}
@@ -281,7 +289,7 @@ func spread(s Sample, k int) []Sample {
 		parts[i] = Sample{Items: share(s.Items, i), Stored: share(s.Stored, i), Throttled: share(s.Throttled, i),
 			TableThrottled: share(s.TableThrottled, i), GSIThrottled: share(s.GSIThrottled, i), Elsewhere: share(s.Elsewhere, i),
 			TableHeld: share(s.TableHeld, i), GSIHeld: share(s.GSIHeld, i),
-			WCU: s.WCU / float64(k), GSIWCU: s.GSIWCU / float64(k)}
+			WCU: s.WCU / float64(k), GSIWCU: s.GSIWCU / float64(k), ElsewhereGSIWCU: s.ElsewhereGSIWCU / float64(k)}
 	}
 	last := &parts[k-1]
 	last.Latest = s.Latest
@@ -299,6 +307,7 @@ func (s *Sample) add(o Sample) {
 	s.TableHeld += o.TableHeld
 	s.GSIHeld += o.GSIHeld
 	s.Elsewhere += o.Elsewhere
+	s.ElsewhereGSIWCU += o.ElsewhereGSIWCU
 	if o.Latest.After(s.Latest) {
 		s.Latest = o.Latest
 	}

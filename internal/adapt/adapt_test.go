@@ -537,6 +537,31 @@ func TestWhatKeysTookIsNotLearnedWhileTheyDrainOrSettle(t *testing.T) {
 	}
 }
 
+// TestTheGSIKeysTookWhatWasPlacedOnOlderTableKeys: a writer draining a
+// backlog stamped before a table raise writes its items to the old table
+// keys but to the GSI keys in effect, so what the GSI's keys took counts
+// them and what the table's keys took does not. In the quarter ramp, a
+// window of 18 GSI write units counted beside 35 on older table keys read
+// the GSI's keys at a third of what they took.
+func TestTheGSIKeysTookWhatWasPlacedOnOlderTableKeys(t *testing.T) {
+	p := &Policy{}
+	cur := Counts{8, 5}
+	for s := range 10 {
+		p.Observe("s", t0.Add(time.Duration(s)*time.Second), cur, Sample{Items: 20, Stored: 20, WCU: 20, GSIWCU: 20,
+			Elsewhere: 30, ElsewhereGSIWCU: 30, Throttled: 10})
+	}
+	m, ok := p.Measure("s", t0.Add(9*time.Second), cur)
+	if !ok {
+		t.Fatal("a throttled writer measured nothing")
+	}
+	if m.Took.GSI != 50 || m.Took.Table != 20 {
+		t.Errorf("took %+v a second, want 50 of the GSI's keys in effect and 20 of the table's", m.Took)
+	}
+	if m.Refused != 0 {
+		t.Errorf("refused %d while items placed on older table keys drain, want none read", m.Refused)
+	}
+}
+
 // TestAMeasureUnderHalfTheLastIsNotCredible: once a source was raised on
 // what its keys were measured to take, a later measure under half of that
 // (writers that have not found the new keys' ceiling yet) is not taken

@@ -54,7 +54,10 @@ func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, 
 	if !m.Throttled && m.Table < ReportShare*float64(cur.Shards)*p.keyWCU() && m.GSI < ReportShare*float64(cur.GSIShards)*p.keyWCU() {
 		return m, false
 	}
-	m.Took = shardmap.Rates{Table: v.sum.WCU / v.secs, GSI: v.sum.GSIWCU / v.secs}
+	// The GSI's keys in effect took the items placed on older table
+	// keys too (Sample.ElsewhereGSIWCU); the table's keys in effect did
+	// not.
+	m.Took = shardmap.Rates{Table: v.sum.WCU / v.secs, GSI: (v.sum.GSIWCU + v.sum.ElsewhereGSIWCU) / v.secs}
 	if (v.changed.IsZero() || now.Sub(v.changed) >= Settle) && v.sum.Elsewhere == 0 {
 		m.Refused = p.refused(v.sum, cur)
 	}

@@ -120,7 +120,7 @@ func (w *watcher) tally(o *observation, res writer.Result, done bool) {
 		if !s.counts(unit) {
 			if !w.stored[n] && (res.Status[n] == writer.Stored || done) {
 				w.stored[n] = true
-				s.sample.Elsewhere++
+				s.elsewhere(w.items[n], res.Status[n] == writer.Stored, w.b.built)
 			}
 			continue
 		}
@@ -219,6 +219,20 @@ func (o *observation) seen(u *unit) *seen {
 func (s *seen) counts(u *unit) bool {
 	_, at := u.placed()
 	return s.sched.At(at).Shards == s.cur.Shards
+}
+
+// elsewhere counts an item placed on older table keys, built at built:
+// the table's keys in effect did not take it, but when stored and placed
+// on the GSI count in effect (InEffect's GSI count is that of when the
+// item was built, whatever its time), the GSI's keys in effect did.
+func (s *seen) elsewhere(it item.Item, stored bool, built time.Time) {
+	s.sample.Elsewhere++
+	if _, copied := it.Attrs[schema.GSIPK]; !copied || !stored {
+		return
+	}
+	if day := dayStart(built); shardmap.InEffect(s.sched, day, built, built).GSIShards == s.cur.GSIShards {
+		s.sample.ElsewhereGSIWCU += float64(itemWCU(it))
+	}
 }
 
 // throttle counts an item throttled, its throttling laid on its table key,
