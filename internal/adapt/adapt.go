@@ -62,6 +62,12 @@ const (
 	// them, and the minute the backlog drained onto the new keys was 10.7 %
 	// throttled.
 	MeasuredSize = 1.1
+	// MeasuredFor is how long the ceilings measured of a source's keys
+	// are averaged over (Policy.mean): a writer drains a 500-record batch
+	// in order and waits on its slowest key, so what keys took of it swings
+	// from window to window (0.9 to 25 WCU/s on keys of 5, in the quarter
+	// ramp), and a raise decided on one low window is a raise too many.
+	MeasuredFor = 2 * time.Minute
 	// MinOver is how much faster than it is stored a throttled source
 	// must arrive to be measured: below it the writer keeps up, and the
 	// throttling is a burst its keys absorb.
@@ -180,6 +186,7 @@ type Policy struct {
 	sums     map[string][trend - 1]summed // the last sums ForDemand kept, a window or more apart, per source
 	writers  map[string]seen              // the most writers lately summed, per source
 	ceilings map[string][2]float64        // the last credible ceilings measured, table and GSI, per source
+	readings map[string][]reading         // the ceilings measured lately, per source (mean)
 }
 
 // summed is a source's demand as the writers' sum gave it at a time,

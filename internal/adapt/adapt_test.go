@@ -579,6 +579,40 @@ func TestAMeasureUnderHalfTheLastIsNotCredible(t *testing.T) {
 	}
 }
 
+// TestOneLowWindowDoesNotRaise: what keys that refused took of the
+// writers swings from window to window with where each writer's batch
+// stood. On the quarter ramp's 7 table keys of 5 WCU/s (scaled: the
+// nominal 1,000 is 20), four sums read about 35 and one 18; asked 25,
+// the one low window alone reads 2.6 a key, and would raise 7 -> 13. The
+// mean of the same keys' readings over MeasuredFor does not raise; a
+// reading under other counts, or older, is not in it.
+func TestOneLowWindowDoesNotRaise(t *testing.T) {
+	cur := Counts{7, 9}
+	reading := func(took float64) shardmap.Measure {
+		return shardmap.Measure{Rates: shardmap.Rates{Table: 25, GSI: 25}, Took: shardmap.Rates{Table: took, GSI: 40}, Refused: shardmap.TableIndex}
+	}
+	p := known(&Policy{KeyWCU: 20}, 2, "s")
+	for i, took := range []float64{35, 34, 36, 35} {
+		if d, ok := p.ForDemand("s", t0.Add(time.Duration(i)*15*time.Second), cur, cur, reading(took), 2, true); ok {
+			t.Fatalf("raised on a reading of %.0f: %+v", took, d)
+		}
+	}
+	if d, ok := p.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(18), 2, true); ok {
+		t.Fatalf("raised on one low window among four of 35: %+v", d)
+	}
+	alone := known(&Policy{KeyWCU: 20}, 2, "s")
+	if d, ok := alone.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(18), 2, true); !ok || d.To.Shards != 13 {
+		t.Fatalf("a reading of 18 alone: %+v %v, want the table raised to 13", d, ok)
+	}
+	// Readings of other keys, or over MeasuredFor old, say nothing of these.
+	old := known(&Policy{KeyWCU: 20}, 2, "s")
+	old.ForDemand("s", t0.Add(-time.Minute), Counts{4, 9}, Counts{7, 9}, reading(35), 2, true)
+	old.ForDemand("s", t0.Add(time.Minute-MeasuredFor), cur, cur, reading(35), 2, true)
+	if d, ok := old.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(18), 2, true); !ok || d.To.Shards != 13 {
+		t.Fatalf("after readings of other counts, and older: %+v %v, want the table raised to 13", d, ok)
+	}
+}
+
 // known is p after it summed writers' measures of each of sources a
 // minute before t0: their fleet is known, and a sum of as many at t0 may
 // measure what keys take (a fleet that grew within a window may not).

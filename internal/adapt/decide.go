@@ -27,12 +27,13 @@ type Decision struct {
 // throttled, for the reason logged): each index whose keys the demand is
 // over rises to carry it at the target utilisation, unless the last step
 // carries it at the ceiling. A key's ceiling is what it was measured to
-// take when its index refused writes (capacity), else KeyWCU. When the
-// sum rose steadily over the last three windows (a ramp, see rising), the
-// rise is continued to when a raise decided now would start, unless a
-// writer is more than a window behind the source's arrivals: it then
-// reads a backlog, whose rise is the source's past played back faster
-// than it was made, not a rise to come. A step still
+// take when its index refused writes (capacity), the mean of what the
+// same keys were measured to take within MeasuredFor (mean), else KeyWCU.
+// When the sum rose steadily over the last three windows (a ramp, see
+// rising), the rise is continued to when a raise decided now would
+// start, unless a writer is more than a window behind the source's
+// arrivals: it then reads a backlog, whose rise is the source's past
+// played back faster than it was made, not a rise to come. A step still
 // pending for an index must be outgrown twice over: the demand was
 // measured under the counts it replaces, and a raise that covers it is on
 // its way. writers is how many writers' measures were summed, for the
@@ -57,6 +58,7 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	}
 	table := p.capacity(cur.Shards, asked.Table, demand.Took.Table, refused&shardmap.TableIndex != 0)
 	gsi := p.capacity(cur.GSIShards, asked.GSI, demand.Took.GSI, refused&shardmap.GSIIndex != 0)
+	table, gsi = p.mean(source, now, cur, table, gsi)
 	table, gsi = p.credible(source, table, gsi)
 	d.To = last
 	if to, cover := p.raise(cur.Shards, last.Shards, asked.Table, table); cover > last.Shards {
@@ -144,6 +146,61 @@ func (p *Policy) credible(source string, table, gsi ceiling) (ceiling, ceiling) 
 		if c.measured && c.wcu < was[i]/2 {
 			out[i] = ceiling{wcu: p.keyWCU()}
 		}
+	}
+	return out[0], out[1]
+}
+
+// reading is the ceilings measured of a source's keys at a time, under
+// counts: table and GSI, 0 for an index not measured.
+type reading struct {
+	at    time.Time
+	under Counts
+	wcu   [2]float64
+}
+
+// readings bounds the readings kept of a source: two a window, a writer
+// deciding at most at each of its reports, over MeasuredFor.
+const readings = 4 * int(MeasuredFor/DefaultWindow)
+
+// mean remembers the ceilings measured of source's keys at now, under
+// cur, and returns each measured one as the mean of those measured of the
+// same keys (under cur) within MeasuredFor: what one window's sum read of
+// keys that refused swings with where each writer's batch stood, and a
+// raise decided on the lowest would be one too many. An index not
+// measured now stays on its nominal figure.
+func (p *Policy) mean(source string, now time.Time, cur Counts, table, gsi ceiling) (ceiling, ceiling) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.readings == nil || len(p.readings) > 1<<16 {
+		p.readings = map[string][]reading{}
+	}
+	r := reading{at: now, under: cur}
+	for i, c := range [2]ceiling{table, gsi} {
+		if c.measured {
+			r.wcu[i] = c.wcu
+		}
+	}
+	kept := []reading{r}
+	for _, o := range p.readings[source] {
+		if o.under == cur && now.Sub(o.at) < MeasuredFor && len(kept) < readings {
+			kept = append(kept, o)
+		}
+	}
+	p.readings[source] = kept
+	out := [2]ceiling{table, gsi}
+	for i := range out {
+		if !out[i].measured {
+			continue
+		}
+		var sum float64
+		var n int
+		for _, o := range kept {
+			if o.wcu[i] > 0 {
+				sum += o.wcu[i]
+				n++
+			}
+		}
+		out[i].wcu = sum / float64(n)
 	}
 	return out[0], out[1]
 }
