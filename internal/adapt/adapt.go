@@ -187,6 +187,7 @@ type Policy struct {
 	writers  map[string]seen              // the most writers lately summed, per source
 	ceilings map[string][2]float64        // the last credible ceilings measured, table and GSI, per source
 	readings map[string][]reading         // the ceilings measured lately, per source (mean)
+	ramps    map[string][trend]summed     // the last sums ramping kept, a RampEvery or more apart, per source
 }
 
 // summed is a source's demand as the writers' sum gave it at a time,
@@ -196,6 +197,7 @@ type summed struct {
 	under   Counts
 	writers int // how many writers' measures were summed
 	demand  shardmap.Rates
+	behind  float64 // how far behind the source's arrivals the writers were, in seconds (the most of any)
 }
 
 // window holds a source's samples in one-second slots, taken while the

@@ -1,6 +1,7 @@
 package adapt
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -655,5 +656,79 @@ func TestHeldItemsAreARefusal(t *testing.T) {
 	}
 	if got := p.refused(Sample{Items: 500, GSIHeld: 3}, Counts{4, 1}); got != 0 {
 		t.Fatalf("3 of 500 held: refused %d, want none", got)
+	}
+}
+
+// rampSums asks p to decide on source's sums of GSI demand, a minute
+// apart from t0 under cur, its 2 writers behind the source's arrivals by
+// behind seconds, nothing refused, and returns the time of the last.
+func rampSums(t *testing.T, p *Policy, source string, cur Counts, sums, behind []float64) time.Time {
+	t.Helper()
+	var at time.Time
+	for i, sum := range sums {
+		at = t0.Add(time.Duration(i) * RampEvery)
+		m := shardmap.Measure{Rates: shardmap.Rates{Table: sum, GSI: sum}, Behind: behind[i]}
+		if d, ok := p.ForDemand(source, at, cur, cur, m, 2, true); ok {
+			t.Fatalf("raised on a sum of %.1f under its keys: %+v", sum, d)
+		}
+	}
+	return at
+}
+
+// TestARaiseAlongARampIsSizedForIt: the quarter ramp's GSI, 2 keys of 5
+// WCU/s (scaled: the nominal 1,000 is 20), read by writers whose sums
+// rose a minute apart from 9 to 15 WCU/s as they fell 40 s behind the
+// source, which was then sending 18 and was to reach 25 by the time a
+// raise starts. Sized on the 15 read, the GSI goes to 4 keys (in the
+// simulation, on a lower reading, 5), and a third GSI step followed;
+// sized for the ramp continued, it goes to 8. The ramp
+// alone asks for nothing: the same sums under keys that carry them raise
+// none.
+func TestARaiseAlongARampIsSizedForIt(t *testing.T) {
+	cur := Counts{4, 2}
+	sums, behind := []float64{9, 11.4, 12.7, 13.7}, []float64{2, 4, 24, 37}
+	p := known(&Policy{KeyWCU: 20}, 2, "q")
+	at := rampSums(t, p, "q", cur, sums, behind)
+	refused := shardmap.Measure{Rates: shardmap.Rates{Table: 15.3, GSI: 15.3}, Took: shardmap.Rates{Table: 10, GSI: 10},
+		Refused: shardmap.GSIIndex, Behind: 40}
+	d, ok := p.ForDemand("q", at.Add(40*time.Second), cur, cur, refused, 2, true)
+	if !ok || d.To.GSIShards < 7 || d.To.Shards != 4 || d.Cover.GSIShards != 3 || !strings.Contains(d.Reason, "ramp continued") {
+		t.Fatalf("GSI refused along the ramp: %+v %v, want it raised to 7 or more (25 WCU/s at 70 %% of 5.5), covered at 3", d, ok)
+	}
+	if d.Demand < 25 || d.Demand > 32 {
+		t.Errorf("sized for %.1f WCU/s, want the ramp continued, about 28", d.Demand)
+	}
+	flat := known(&Policy{KeyWCU: 20}, 2, "f")
+	at = rampSums(t, flat, "f", cur, []float64{9, 13.5, 14, 13.7}, behind) // a step, then steady
+	if d, ok := flat.ForDemand("f", at.Add(40*time.Second), cur, cur, refused, 2, true); !ok || d.To.GSIShards != 4 || d.Demand != 15.3 {
+		t.Fatalf("a step, then steady: %+v %v, want the GSI sized for the 15.3 read, 4", d, ok)
+	}
+	// The ramp alone, under keys that carry it now, asks for nothing.
+	under := known(&Policy{KeyWCU: 20}, 2, "u")
+	at = rampSums(t, under, "u", cur, sums, behind)
+	if d, ok := under.ForDemand("u", at.Add(40*time.Second), cur, cur, shardmap.Measure{Rates: shardmap.Rates{Table: 15.3, GSI: 15.3}, Behind: 40}, 2, true); ok {
+		t.Fatalf("a ramp under its keys' nominal ceiling raised: %+v", d)
+	}
+}
+
+// TestACatchUpIsNotASteeperRamp: writers three minutes behind catch up
+// over three minutes, and read the source's past rise, 9 to 18 WCU/s over
+// six minutes of arrivals, in three of the wall's: its slope is that of
+// the arrivals, 0.025 WCU/s a second, not the wall's 0.05, and a raise is
+// sized for it continued over the horizon (the writers are no longer
+// behind). Sums that dip and rise are no ramp.
+func TestACatchUpIsNotASteeperRamp(t *testing.T) {
+	cur := Counts{4, 2}
+	p := known(&Policy{KeyWCU: 20}, 2, "c")
+	at := rampSums(t, p, "c", cur, []float64{9, 12, 15, 18}, []float64{180, 120, 60, 0})
+	refused := shardmap.Measure{Rates: shardmap.Rates{Table: 18, GSI: 18}, Took: shardmap.Rates{Table: 10, GSI: 10}, Refused: shardmap.GSIIndex}
+	d, ok := p.ForDemand("c", at, cur, cur, refused, 2, true)
+	if want := 18 + 0.025*DefaultHorizon.Seconds(); !ok || math.Abs(d.Demand-want) > 0.01 {
+		t.Fatalf("a catch-up: %+v %v, want sized for %.1f", d, ok, want)
+	}
+	noise := known(&Policy{KeyWCU: 20}, 2, "n")
+	at = rampSums(t, noise, "n", cur, []float64{15, 13, 15, 18}, []float64{2, 2, 2, 2})
+	if d, ok := noise.ForDemand("n", at, cur, cur, refused, 2, true); !ok || d.Demand != 18 {
+		t.Fatalf("a dip, then two rises: %+v %v, want sized for the 18 read", d, ok)
 	}
 }
