@@ -563,6 +563,33 @@ func TestTheGSIKeysTookWhatWasPlacedOnOlderTableKeys(t *testing.T) {
 	}
 }
 
+// TestASumIsSettledOnceItsSlowestWriterIs: a raise took effect at 10:22;
+// at 10:29 a writer 7 minutes behind still drains events placed before
+// it, and the sum is not settled until its arrivals are Settle past the
+// raise (in the quarter ramp, a sum of one writer past the raise and one
+// still on the old keys read 2 WCU/s a key of 5 under 7/7 and raised a
+// fourth step).
+func TestASumIsSettledOnceItsSlowestWriterIs(t *testing.T) {
+	raised := t0.Add(22 * time.Minute)
+	for _, c := range []struct {
+		now    time.Duration
+		behind float64
+		want   bool
+	}{
+		{29 * time.Minute, 420, false}, // reached 10:22
+		{29 * time.Minute, 300, true},  // reached 10:24, a minute past Settle
+		{24 * time.Minute, 0, true},
+		{23 * time.Minute, 30, false}, // reached 10:22:30
+	} {
+		if got := Settled(raised, t0.Add(c.now), c.behind); got != c.want {
+			t.Errorf("at %v, %v s behind: settled %v, want %v", c.now, c.behind, got, c.want)
+		}
+	}
+	if !Settled(time.Time{}, t0, 1000) {
+		t.Error("never raised: not settled")
+	}
+}
+
 // TestAMeasureUnderHalfTheLastIsNotCredible: once a source was raised on
 // what its keys were measured to take, a later measure under half of that
 // (writers that have not found the new keys' ceiling yet) is not taken

@@ -374,7 +374,11 @@ func (h *Handler) raise(ctx context.Context, b *batch) {
 // report theirs. A failed report is logged and the decision left for a
 // later batch. Within adapt.AfterRaise of the last raise taking effect
 // (raised, from the day's schedule), the writer does not report which
-// index refused it: what the keys took then is not their ceiling.
+// index refused it: what the keys took then is not their ceiling. Nor
+// does it decide on a refusal while the writer furthest behind (the
+// sum's Behind) has not got adapt.Settle past the raise in the source's
+// arrivals (adapt.Settled): that writer still drains events placed on
+// the old keys, and what it took of the new ones is not theirs.
 func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key string, now time.Time, cur, last adapt.Counts, raised time.Time) (adapt.Decision, bool) {
 	own, ok := h.policy.Measure(key, now, cur)
 	if !ok {
@@ -400,6 +404,9 @@ func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key strin
 		slog.Float64("sum_took_wcu", sum.Took.Table), slog.Float64("sum_took_gsi_wcu", sum.Took.GSI), slog.Int("writers", sum.Writers))
 	if !sum.ReportedBefore {
 		return adapt.Decision{}, false
+	}
+	if !adapt.Settled(raised, now, sum.Behind) {
+		sum.Refused = 0 // a writer is still draining events placed before the raise
 	}
 	return h.policy.ForDemand(s.Source, now, cur, last, sum.Measure, sum.Writers, own.Throttled)
 }
