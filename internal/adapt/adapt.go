@@ -62,6 +62,12 @@ const (
 	// them, and the minute the backlog drained onto the new keys was 10.7 %
 	// throttled.
 	MeasuredSize = 1.1
+	// MeasuredFor is how long the ceilings measured of a source's keys
+	// are averaged over (Policy.mean): a writer drains a 500-record batch
+	// in order and waits on its slowest key, so what keys took of it swings
+	// from window to window (0.9 to 25 WCU/s on keys of 5, in the quarter
+	// ramp), and a raise decided on one low window is a raise too many.
+	MeasuredFor = 2 * time.Minute
 	// MinOver is how much faster than it is stored a throttled source
 	// must arrive to be measured: below it the writer keeps up, and the
 	// throttling is a burst its keys absorb.
@@ -130,6 +136,14 @@ type Sample struct {
 	// drains, what the keys in effect take of the writer is not their
 	// ceiling, only what it had time for.
 	Elsewhere int
+	// ElsewhereGSIWCU is the GSI write units stored of the Elsewhere
+	// items placed on the GSI count in effect: an item's GSI key is
+	// placed under the GSI count in effect when it is written, whatever
+	// its table key, so the GSI's keys in effect took them, and what they
+	// took counts them (Measured.Took). Left out, a writer draining a
+	// backlog stamped before a table raise read the GSI's keys at a third
+	// of what they took.
+	ElsewhereGSIWCU float64
 	// Latest is the newest arrival time (a Kinesis record's) among the
 	// items stored, for items delivered in the order they arrived (a
 	// Kinesis shard): how far the writer has got through the source's
@@ -172,6 +186,8 @@ type Policy struct {
 	sums     map[string][trend - 1]summed // the last sums ForDemand kept, a window or more apart, per source
 	writers  map[string]seen              // the most writers lately summed, per source
 	ceilings map[string][2]float64        // the last credible ceilings measured, table and GSI, per source
+	readings map[string][]reading         // the ceilings measured lately, per source (mean)
+	ramps    map[string][trend]summed     // the last sums ramping kept, a RampEvery or more apart, per source
 }
 
 // summed is a source's demand as the writers' sum gave it at a time,
@@ -181,6 +197,7 @@ type summed struct {
 	under   Counts
 	writers int // how many writers' measures were summed
 	demand  shardmap.Rates
+	behind  float64 // how far behind the source's arrivals the writers were, in seconds (the most of any)
 }
 
 // window holds a source's samples in one-second slots, taken while the
@@ -249,7 +266,7 @@ func (p *Policy) Observe(source string, now time.Time, cur Counts, s Sample) {
 		w.next++
 	}
 	if from.Before(w.start) {
-		s.Items, s.Stored, s.Throttled, s.TableThrottled, s.GSIThrottled, s.Elsewhere, s.WCU, s.GSIWCU = 0, 0, 0, 0, 0, 0, 0, 0
+		s.Items, s.Stored, s.Throttled, s.TableThrottled, s.GSIThrottled, s.Elsewhere, s.WCU, s.GSIWCU, s.ElsewhereGSIWCU = 0, 0, 0, 0, 0, 0, 0, 0, 0
 		s.TableHeld, s.GSIHeld = 0, 0
 		from = now // counted under other counts: only its progress counts
 	}
@@ -281,7 +298,7 @@ func spread(s Sample, k int) []Sample {
 		parts[i] = Sample{Items: share(s.Items, i), Stored: share(s.Stored, i), Throttled: share(s.Throttled, i),
 			TableThrottled: share(s.TableThrottled, i), GSIThrottled: share(s.GSIThrottled, i), Elsewhere: share(s.Elsewhere, i),
 			TableHeld: share(s.TableHeld, i), GSIHeld: share(s.GSIHeld, i),
-			WCU: s.WCU / float64(k), GSIWCU: s.GSIWCU / float64(k)}
+			WCU: s.WCU / float64(k), GSIWCU: s.GSIWCU / float64(k), ElsewhereGSIWCU: s.ElsewhereGSIWCU / float64(k)}
 	}
 	last := &parts[k-1]
 	last.Latest = s.Latest
@@ -299,6 +316,7 @@ func (s *Sample) add(o Sample) {
 	s.TableHeld += o.TableHeld
 	s.GSIHeld += o.GSIHeld
 	s.Elsewhere += o.Elsewhere
+	s.ElsewhereGSIWCU += o.ElsewhereGSIWCU
 	if o.Latest.After(s.Latest) {
 		s.Latest = o.Latest
 	}

@@ -1,6 +1,7 @@
 package adapt
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -537,6 +538,58 @@ func TestWhatKeysTookIsNotLearnedWhileTheyDrainOrSettle(t *testing.T) {
 	}
 }
 
+// TestTheGSIKeysTookWhatWasPlacedOnOlderTableKeys: a writer draining a
+// backlog stamped before a table raise writes its items to the old table
+// keys but to the GSI keys in effect, so what the GSI's keys took counts
+// them and what the table's keys took does not. In the quarter ramp, a
+// window of 18 GSI write units counted beside 35 on older table keys read
+// the GSI's keys at a third of what they took.
+func TestTheGSIKeysTookWhatWasPlacedOnOlderTableKeys(t *testing.T) {
+	p := &Policy{}
+	cur := Counts{8, 5}
+	for s := range 10 {
+		p.Observe("s", t0.Add(time.Duration(s)*time.Second), cur, Sample{Items: 20, Stored: 20, WCU: 20, GSIWCU: 20,
+			Elsewhere: 30, ElsewhereGSIWCU: 30, Throttled: 10})
+	}
+	m, ok := p.Measure("s", t0.Add(9*time.Second), cur)
+	if !ok {
+		t.Fatal("a throttled writer measured nothing")
+	}
+	if m.Took.GSI != 50 || m.Took.Table != 20 {
+		t.Errorf("took %+v a second, want 50 of the GSI's keys in effect and 20 of the table's", m.Took)
+	}
+	if m.Refused != 0 {
+		t.Errorf("refused %d while items placed on older table keys drain, want none read", m.Refused)
+	}
+}
+
+// TestASumIsSettledOnceItsSlowestWriterIs: a raise took effect at 10:22;
+// at 10:29 a writer 7 minutes behind still drains events placed before
+// it, and the sum is not settled until its arrivals are Settle past the
+// raise (in the quarter ramp, a sum of one writer past the raise and one
+// still on the old keys read 2 WCU/s a key of 5 under 7/7 and raised a
+// fourth step).
+func TestASumIsSettledOnceItsSlowestWriterIs(t *testing.T) {
+	raised := t0.Add(22 * time.Minute)
+	for _, c := range []struct {
+		now    time.Duration
+		behind float64
+		want   bool
+	}{
+		{29 * time.Minute, 420, false}, // reached 10:22
+		{29 * time.Minute, 300, true},  // reached 10:24, a minute past Settle
+		{24 * time.Minute, 0, true},
+		{23 * time.Minute, 30, false}, // reached 10:22:30
+	} {
+		if got := Settled(raised, t0.Add(c.now), c.behind); got != c.want {
+			t.Errorf("at %v, %v s behind: settled %v, want %v", c.now, c.behind, got, c.want)
+		}
+	}
+	if !Settled(time.Time{}, t0, 1000) {
+		t.Error("never raised: not settled")
+	}
+}
+
 // TestAMeasureUnderHalfTheLastIsNotCredible: once a source was raised on
 // what its keys were measured to take, a later measure under half of that
 // (writers that have not found the new keys' ceiling yet) is not taken
@@ -551,6 +604,40 @@ func TestAMeasureUnderHalfTheLastIsNotCredible(t *testing.T) {
 	later := shardmap.Measure{Rates: shardmap.Rates{Table: 33, GSI: 0}, Took: shardmap.Rates{Table: 24, GSI: 0}, Refused: shardmap.TableIndex}
 	if d, ok := p.ForDemand("q", t0.Add(5*time.Minute), Counts{4, 1}, Counts{4, 1}, later, 3, true); ok {
 		t.Fatalf("raised again on 6 a key, under half the 14 measured before: %+v", d)
+	}
+}
+
+// TestOneLowWindowDoesNotRaise: what keys that refused took of the
+// writers swings from window to window with where each writer's batch
+// stood. On the quarter ramp's 7 table keys of 5 WCU/s (scaled: the
+// nominal 1,000 is 20), four sums read about 35 and one 18; asked 25,
+// the one low window alone reads 2.6 a key, and would raise 7 -> 13. The
+// mean of the same keys' readings over MeasuredFor does not raise; a
+// reading under other counts, or older, is not in it.
+func TestOneLowWindowDoesNotRaise(t *testing.T) {
+	cur := Counts{7, 9}
+	reading := func(took float64) shardmap.Measure {
+		return shardmap.Measure{Rates: shardmap.Rates{Table: 25, GSI: 25}, Took: shardmap.Rates{Table: took, GSI: 40}, Refused: shardmap.TableIndex}
+	}
+	p := known(&Policy{KeyWCU: 20}, 2, "s")
+	for i, took := range []float64{35, 34, 36, 35} {
+		if d, ok := p.ForDemand("s", t0.Add(time.Duration(i)*15*time.Second), cur, cur, reading(took), 2, true); ok {
+			t.Fatalf("raised on a reading of %.0f: %+v", took, d)
+		}
+	}
+	if d, ok := p.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(18), 2, true); ok {
+		t.Fatalf("raised on one low window among four of 35: %+v", d)
+	}
+	alone := known(&Policy{KeyWCU: 20}, 2, "s")
+	if d, ok := alone.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(18), 2, true); !ok || d.To.Shards != 13 {
+		t.Fatalf("a reading of 18 alone: %+v %v, want the table raised to 13", d, ok)
+	}
+	// Readings of other keys, or over MeasuredFor old, say nothing of these.
+	old := known(&Policy{KeyWCU: 20}, 2, "s")
+	old.ForDemand("s", t0.Add(-time.Minute), Counts{4, 9}, Counts{7, 9}, reading(35), 2, true)
+	old.ForDemand("s", t0.Add(time.Minute-MeasuredFor), cur, cur, reading(35), 2, true)
+	if d, ok := old.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(18), 2, true); !ok || d.To.Shards != 13 {
+		t.Fatalf("after readings of other counts, and older: %+v %v, want the table raised to 13", d, ok)
 	}
 }
 
@@ -596,5 +683,79 @@ func TestHeldItemsAreARefusal(t *testing.T) {
 	}
 	if got := p.refused(Sample{Items: 500, GSIHeld: 3}, Counts{4, 1}); got != 0 {
 		t.Fatalf("3 of 500 held: refused %d, want none", got)
+	}
+}
+
+// rampSums asks p to decide on source's sums of GSI demand, a minute
+// apart from t0 under cur, its 2 writers behind the source's arrivals by
+// behind seconds, nothing refused, and returns the time of the last.
+func rampSums(t *testing.T, p *Policy, source string, cur Counts, sums, behind []float64) time.Time {
+	t.Helper()
+	var at time.Time
+	for i, sum := range sums {
+		at = t0.Add(time.Duration(i) * RampEvery)
+		m := shardmap.Measure{Rates: shardmap.Rates{Table: sum, GSI: sum}, Behind: behind[i]}
+		if d, ok := p.ForDemand(source, at, cur, cur, m, 2, true); ok {
+			t.Fatalf("raised on a sum of %.1f under its keys: %+v", sum, d)
+		}
+	}
+	return at
+}
+
+// TestARaiseAlongARampIsSizedForIt: the quarter ramp's GSI, 2 keys of 5
+// WCU/s (scaled: the nominal 1,000 is 20), read by writers whose sums
+// rose a minute apart from 9 to 15 WCU/s as they fell 40 s behind the
+// source, which was then sending 18 and was to reach 25 by the time a
+// raise starts. Sized on the 15 read, the GSI goes to 4 keys (in the
+// simulation, on a lower reading, 5), and a third GSI step followed;
+// sized for the ramp continued, it goes to 8. The ramp
+// alone asks for nothing: the same sums under keys that carry them raise
+// none.
+func TestARaiseAlongARampIsSizedForIt(t *testing.T) {
+	cur := Counts{4, 2}
+	sums, behind := []float64{9, 11.4, 12.7, 13.7}, []float64{2, 4, 24, 37}
+	p := known(&Policy{KeyWCU: 20}, 2, "q")
+	at := rampSums(t, p, "q", cur, sums, behind)
+	refused := shardmap.Measure{Rates: shardmap.Rates{Table: 15.3, GSI: 15.3}, Took: shardmap.Rates{Table: 10, GSI: 10},
+		Refused: shardmap.GSIIndex, Behind: 40}
+	d, ok := p.ForDemand("q", at.Add(40*time.Second), cur, cur, refused, 2, true)
+	if !ok || d.To.GSIShards < 7 || d.To.Shards != 4 || d.Cover.GSIShards != 3 || !strings.Contains(d.Reason, "ramp continued") {
+		t.Fatalf("GSI refused along the ramp: %+v %v, want it raised to 7 or more (25 WCU/s at 70 %% of 5.5), covered at 3", d, ok)
+	}
+	if d.Demand < 25 || d.Demand > 32 {
+		t.Errorf("sized for %.1f WCU/s, want the ramp continued, about 28", d.Demand)
+	}
+	flat := known(&Policy{KeyWCU: 20}, 2, "f")
+	at = rampSums(t, flat, "f", cur, []float64{9, 13.5, 14, 13.7}, behind) // a step, then steady
+	if d, ok := flat.ForDemand("f", at.Add(40*time.Second), cur, cur, refused, 2, true); !ok || d.To.GSIShards != 4 || d.Demand != 15.3 {
+		t.Fatalf("a step, then steady: %+v %v, want the GSI sized for the 15.3 read, 4", d, ok)
+	}
+	// The ramp alone, under keys that carry it now, asks for nothing.
+	under := known(&Policy{KeyWCU: 20}, 2, "u")
+	at = rampSums(t, under, "u", cur, sums, behind)
+	if d, ok := under.ForDemand("u", at.Add(40*time.Second), cur, cur, shardmap.Measure{Rates: shardmap.Rates{Table: 15.3, GSI: 15.3}, Behind: 40}, 2, true); ok {
+		t.Fatalf("a ramp under its keys' nominal ceiling raised: %+v", d)
+	}
+}
+
+// TestACatchUpIsNotASteeperRamp: writers three minutes behind catch up
+// over three minutes, and read the source's past rise, 9 to 18 WCU/s over
+// six minutes of arrivals, in three of the wall's: its slope is that of
+// the arrivals, 0.025 WCU/s a second, not the wall's 0.05, and a raise is
+// sized for it continued over the horizon (the writers are no longer
+// behind). Sums that dip and rise are no ramp.
+func TestACatchUpIsNotASteeperRamp(t *testing.T) {
+	cur := Counts{4, 2}
+	p := known(&Policy{KeyWCU: 20}, 2, "c")
+	at := rampSums(t, p, "c", cur, []float64{9, 12, 15, 18}, []float64{180, 120, 60, 0})
+	refused := shardmap.Measure{Rates: shardmap.Rates{Table: 18, GSI: 18}, Took: shardmap.Rates{Table: 10, GSI: 10}, Refused: shardmap.GSIIndex}
+	d, ok := p.ForDemand("c", at, cur, cur, refused, 2, true)
+	if want := 18 + 0.025*DefaultHorizon.Seconds(); !ok || math.Abs(d.Demand-want) > 0.01 {
+		t.Fatalf("a catch-up: %+v %v, want sized for %.1f", d, ok, want)
+	}
+	noise := known(&Policy{KeyWCU: 20}, 2, "n")
+	at = rampSums(t, noise, "n", cur, []float64{15, 13, 15, 18}, []float64{2, 2, 2, 2})
+	if d, ok := noise.ForDemand("n", at, cur, cur, refused, 2, true); !ok || d.Demand != 18 {
+		t.Fatalf("a dip, then two rises: %+v %v, want sized for the 18 read", d, ok)
 	}
 }

@@ -27,16 +27,20 @@ type Decision struct {
 // throttled, for the reason logged): each index whose keys the demand is
 // over rises to carry it at the target utilisation, unless the last step
 // carries it at the ceiling. A key's ceiling is what it was measured to
-// take when its index refused writes (capacity), else KeyWCU. When the
-// sum rose steadily over the last three windows (a ramp, see rising), the
-// rise is continued to when a raise decided now would start, unless a
-// writer is more than a window behind the source's arrivals: it then
-// reads a backlog, whose rise is the source's past played back faster
-// than it was made, not a rise to come. A step still
-// pending for an index must be outgrown twice over: the demand was
-// measured under the counts it replaces, and a raise that covers it is on
-// its way. writers is how many writers' measures were summed, for the
-// log.
+// take when its index refused writes (capacity), the mean of what the
+// same keys were measured to take within MeasuredFor (mean), else KeyWCU.
+// When the sum rose steadily over the last three windows (a ramp, see
+// rising), the rise is continued to when a raise decided now would
+// start, unless a writer is more than a window behind the source's
+// arrivals: it then reads a backlog, whose rise is the source's past
+// played back faster than it was made, not a rise to come. When the sums
+// rose steadily over the last three minutes (ramping), a raise the demand
+// asks for is sized for that ramp continued to when it would start, read
+// over the source's arrivals, however far behind the writers are; the
+// ramp alone asks for no raise. A step still pending for an index must be
+// outgrown twice over: the demand was measured under the counts it
+// replaces, and a raise that covers it is on its way. writers is how many
+// writers' measures were summed, for the log.
 func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, demand shardmap.Measure, writers int, throttled bool) (Decision, bool) {
 	reason := "rate"
 	if throttled {
@@ -46,6 +50,10 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	if ahead, ok := p.rising(source, now, cur, asked, writers); ok && demand.Behind <= p.window().Seconds() {
 		asked, reason = ahead, reason+", rising"
 	}
+	// Along a ramp read over minutes, a raise the demand asks for is
+	// sized for the ramp continued (ramping); the ramp alone asks none.
+	plan, ramped := p.ramping(source, now, cur, demand, writers)
+	plan = shardmap.Rates{Table: max(plan.Table, asked.Table), GSI: max(plan.GSI, asked.GSI)}
 	d := Decision{Demand: max(asked.Table, asked.GSI)}
 	// What a key takes is what it took of every writer: a sum that lacks
 	// a writer seen lately measures less, and so may a sum of writers
@@ -57,12 +65,13 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	}
 	table := p.capacity(cur.Shards, asked.Table, demand.Took.Table, refused&shardmap.TableIndex != 0)
 	gsi := p.capacity(cur.GSIShards, asked.GSI, demand.Took.GSI, refused&shardmap.GSIIndex != 0)
+	table, gsi = p.mean(source, now, cur, table, gsi)
 	table, gsi = p.credible(source, table, gsi)
 	d.To = last
-	if to, cover := p.raise(cur.Shards, last.Shards, asked.Table, table); cover > last.Shards {
+	if to, cover := p.raise(cur.Shards, last.Shards, asked.Table, plan.Table, table); cover > last.Shards {
 		d.To.Shards, d.Cover.Shards = max(to, last.Shards+1), cover
 	}
-	if to, cover := p.raise(cur.GSIShards, last.GSIShards, asked.GSI, gsi); cover > last.GSIShards {
+	if to, cover := p.raise(cur.GSIShards, last.GSIShards, asked.GSI, plan.GSI, gsi); cover > last.GSIShards {
 		d.To.GSIShards, d.Cover.GSIShards = max(to, last.GSIShards+1), cover
 	}
 	d.To = Counts{min(max(d.To.Shards, last.Shards), max(p.max(), last.Shards)), min(max(d.To.GSIShards, last.GSIShards), max(p.max(), last.GSIShards))}
@@ -72,6 +81,10 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	p.raised(source, table, gsi)
 	d.Reason = fmt.Sprintf("%s: %d writers measure %.0f WCU/s base, %.0f WCU/s GSI under %d/%d shards; keys take %s base, %s GSI",
 		reason, writers, asked.Table, asked.GSI, cur.Shards, cur.GSIShards, table, gsi)
+	if ramped && plan != asked {
+		d.Demand = max(plan.Table, plan.GSI)
+		d.Reason += fmt.Sprintf("; sized for the ramp continued, %.0f WCU/s base, %.0f WCU/s GSI", plan.Table, plan.GSI)
+	}
 	return d, true
 }
 
@@ -105,11 +118,12 @@ func (p *Policy) capacity(keys int, asked, took float64, refused bool) ceiling {
 }
 
 // raise is the keys an index of keys (pending in its last step) needs to
-// carry rate on keys of ceiling c at the target utilisation, and the keys
-// that carry it at the ceiling; 0, 0 when its keys carry it. Keys whose
-// ceiling was measured carry what they took and somewhat more: rate must
-// be MeasuredOver times that. A step pending must be outgrown twice over.
-func (p *Policy) raise(keys, pending int, rate float64, c ceiling) (to, cover int) {
+// carry rate on keys of ceiling c at the target utilisation, or plan when
+// that is more (rate continued along a ramp), and the keys that carry
+// rate at the ceiling; 0, 0 when its keys carry rate. Keys whose ceiling
+// was measured carry what they took and somewhat more: rate must be
+// MeasuredOver times that. A step pending must be outgrown twice over.
+func (p *Policy) raise(keys, pending int, rate, plan float64, c ceiling) (to, cover int) {
 	over := 1.0
 	if c.measured {
 		over = MeasuredOver
@@ -127,7 +141,7 @@ func (p *Policy) raise(keys, pending int, rate float64, c ceiling) (to, cover in
 	if pending > keys && cover <= 2*pending {
 		return 0, 0
 	}
-	return p.clamp(need(rate, size)), cover
+	return p.clamp(need(max(rate, plan), size)), cover
 }
 
 // credible is the ceilings measured of source's keys, table and GSI, less
@@ -144,6 +158,61 @@ func (p *Policy) credible(source string, table, gsi ceiling) (ceiling, ceiling) 
 		if c.measured && c.wcu < was[i]/2 {
 			out[i] = ceiling{wcu: p.keyWCU()}
 		}
+	}
+	return out[0], out[1]
+}
+
+// reading is the ceilings measured of a source's keys at a time, under
+// counts: table and GSI, 0 for an index not measured.
+type reading struct {
+	at    time.Time
+	under Counts
+	wcu   [2]float64
+}
+
+// readings bounds the readings kept of a source: two a window, a writer
+// deciding at most at each of its reports, over MeasuredFor.
+const readings = 4 * int(MeasuredFor/DefaultWindow)
+
+// mean remembers the ceilings measured of source's keys at now, under
+// cur, and returns each measured one as the mean of those measured of the
+// same keys (under cur) within MeasuredFor: what one window's sum read of
+// keys that refused swings with where each writer's batch stood, and a
+// raise decided on the lowest would be one too many. An index not
+// measured now stays on its nominal figure.
+func (p *Policy) mean(source string, now time.Time, cur Counts, table, gsi ceiling) (ceiling, ceiling) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.readings == nil || len(p.readings) > 1<<16 {
+		p.readings = map[string][]reading{}
+	}
+	r := reading{at: now, under: cur}
+	for i, c := range [2]ceiling{table, gsi} {
+		if c.measured {
+			r.wcu[i] = c.wcu
+		}
+	}
+	kept := []reading{r}
+	for _, o := range p.readings[source] {
+		if o.under == cur && now.Sub(o.at) < MeasuredFor && len(kept) < readings {
+			kept = append(kept, o)
+		}
+	}
+	p.readings[source] = kept
+	out := [2]ceiling{table, gsi}
+	for i := range out {
+		if !out[i].measured {
+			continue
+		}
+		var sum float64
+		var n int
+		for _, o := range kept {
+			if o.wcu[i] > 0 {
+				sum += o.wcu[i]
+				n++
+			}
+		}
+		out[i].wcu = sum / float64(n)
 	}
 	return out[0], out[1]
 }
@@ -212,7 +281,7 @@ func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardma
 	if ok && now.Sub(last.at) < p.window() && last.under == cur && last.writers == writers {
 		return demand, false // too soon to tell a rise: keep the older sums
 	}
-	kept := append(prev[1:], summed{now, cur, writers, demand})
+	kept := append(prev[1:], summed{at: now, under: cur, writers: writers, demand: demand})
 	p.sums[source] = [trend - 1]summed(kept)
 	if !ok {
 		return demand, false
@@ -230,10 +299,7 @@ func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardma
 	if span > time.Duration(2*len(sums))*p.window() {
 		return demand, false
 	}
-	horizon := p.Horizon
-	if horizon <= 0 {
-		horizon = DefaultHorizon
-	}
+	horizon := p.horizon()
 	ahead := func(d func(summed) float64) float64 {
 		lo, hi := math.Inf(1), 0.0
 		for i := 1; i < len(sums); i++ {

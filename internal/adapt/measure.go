@@ -54,7 +54,10 @@ func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, 
 	if !m.Throttled && m.Table < ReportShare*float64(cur.Shards)*p.keyWCU() && m.GSI < ReportShare*float64(cur.GSIShards)*p.keyWCU() {
 		return m, false
 	}
-	m.Took = shardmap.Rates{Table: v.sum.WCU / v.secs, GSI: v.sum.GSIWCU / v.secs}
+	// The GSI's keys in effect took the items placed on older table
+	// keys too (Sample.ElsewhereGSIWCU); the table's keys in effect did
+	// not.
+	m.Took = shardmap.Rates{Table: v.sum.WCU / v.secs, GSI: (v.sum.GSIWCU + v.sum.ElsewhereGSIWCU) / v.secs}
 	if (v.changed.IsZero() || now.Sub(v.changed) >= Settle) && v.sum.Elsewhere == 0 {
 		m.Refused = p.refused(v.sum, cur)
 	}
@@ -70,6 +73,20 @@ func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, 
 	}
 	w.reported = now
 	return m, true
+}
+
+// Settled says whether writers as far behind the source's arrivals as
+// behind seconds (a sum's Behind, the most any of its writers is) have
+// got Settle past raised, when the last raise took effect, in the
+// source's arrivals. Until then one of them still writes, or has just
+// written, events placed before the raise, on the old table keys, and
+// its Took of the keys in effect is what it had time for: a sum that adds
+// it to the Took of a writer already past the raise is not the keys'
+// ceiling. A writer does not report the refusal of its own window that
+// holds such events (Measure), but it cannot tell that another writer's
+// does. Zero raised is settled.
+func Settled(raised, now time.Time, behind float64) bool {
+	return raised.IsZero() || !now.Add(-time.Duration(behind*float64(time.Second))).Before(raised.Add(Settle))
 }
 
 // refused is the indexes that refused a window's sum under cur: whose

@@ -120,7 +120,7 @@ func (w *watcher) tally(o *observation, res writer.Result, done bool) {
 		if !s.counts(unit) {
 			if !w.stored[n] && (res.Status[n] == writer.Stored || done) {
 				w.stored[n] = true
-				s.sample.Elsewhere++
+				s.elsewhere(w.items[n], res.Status[n] == writer.Stored, w.b.built)
 			}
 			continue
 		}
@@ -219,6 +219,20 @@ func (o *observation) seen(u *unit) *seen {
 func (s *seen) counts(u *unit) bool {
 	_, at := u.placed()
 	return s.sched.At(at).Shards == s.cur.Shards
+}
+
+// elsewhere counts an item placed on older table keys, built at built:
+// the table's keys in effect did not take it, but when stored and placed
+// on the GSI count in effect (InEffect's GSI count is that of when the
+// item was built, whatever its time), the GSI's keys in effect did.
+func (s *seen) elsewhere(it item.Item, stored bool, built time.Time) {
+	s.sample.Elsewhere++
+	if _, copied := it.Attrs[schema.GSIPK]; !copied || !stored {
+		return
+	}
+	if day := dayStart(built); shardmap.InEffect(s.sched, day, built, built).GSIShards == s.cur.GSIShards {
+		s.sample.ElsewhereGSIWCU += float64(itemWCU(it))
+	}
 }
 
 // throttle counts an item throttled, its throttling laid on its table key,
@@ -360,7 +374,11 @@ func (h *Handler) raise(ctx context.Context, b *batch) {
 // report theirs. A failed report is logged and the decision left for a
 // later batch. Within adapt.AfterRaise of the last raise taking effect
 // (raised, from the day's schedule), the writer does not report which
-// index refused it: what the keys took then is not their ceiling.
+// index refused it: what the keys took then is not their ceiling. Nor
+// does it decide on a refusal while the writer furthest behind (the
+// sum's Behind) has not got adapt.Settle past the raise in the source's
+// arrivals (adapt.Settled): that writer still drains events placed on
+// the old keys, and what it took of the new ones is not theirs.
 func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key string, now time.Time, cur, last adapt.Counts, raised time.Time) (adapt.Decision, bool) {
 	own, ok := h.policy.Measure(key, now, cur)
 	if !ok {
@@ -386,6 +404,9 @@ func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key strin
 		slog.Float64("sum_took_wcu", sum.Took.Table), slog.Float64("sum_took_gsi_wcu", sum.Took.GSI), slog.Int("writers", sum.Writers))
 	if !sum.ReportedBefore {
 		return adapt.Decision{}, false
+	}
+	if !adapt.Settled(raised, now, sum.Behind) {
+		sum.Refused = 0 // a writer is still draining events placed before the raise
 	}
 	return h.policy.ForDemand(s.Source, now, cur, last, sum.Measure, sum.Writers, own.Throttled)
 }

@@ -11,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/shardline/shardline/internal/adapt"
 	"github.com/shardline/shardline/internal/emf"
+	"github.com/shardline/shardline/internal/item"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/local/syncbuf"
@@ -182,4 +186,29 @@ func TestCoarseClocksAreNotHeat(t *testing.T) {
 			t.Errorf("%d event items in the table, want %d", n, len(traffic.all))
 		}
 	})
+}
+
+// TestItemsOnOlderTableKeysCountForTheGSIKeysInEffect: an event stamped
+// before a table raise is written to the old table keys but to the GSI
+// keys in effect when it is built. Its write units count in what the
+// GSI's keys took when it is stored and was built under the GSI count in
+// effect; not when it was built under an earlier one, has no GSI copy, or
+// was not stored.
+func TestItemsOnOlderTableKeysCountForTheGSIKeysInEffect(t *testing.T) {
+	day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	sched := bucketing.Schedule{{Shards: 4, GSIShards: 2}, {From: 615, Shards: 8, GSIShards: 5}}
+	now := day.Add(10*time.Hour + 30*time.Minute)
+	s := &seen{sched: sched, cur: adapt.Of(shardmap.InEffect(sched, day, now, now))}
+	withGSI := item.Item{Attrs: map[string]types.AttributeValue{
+		schema.GSIPK: &types.AttributeValueMemberS{Value: "G#ramp#2026-11-22T10#3"},
+		"data":       &types.AttributeValueMemberS{Value: strings.Repeat("x", 1500)},
+	}}
+	without := item.Item{Attrs: map[string]types.AttributeValue{"data": &types.AttributeValueMemberS{Value: "x"}}}
+	s.elsewhere(withGSI, true, now.Add(-time.Second)) // stored, on the GSI count in effect
+	s.elsewhere(withGSI, true, day.Add(10*time.Hour)) // built before the GSI raise
+	s.elsewhere(withGSI, false, now)                  // not stored
+	s.elsewhere(without, true, now)                   // no GSI copy
+	if w := float64(itemWCU(withGSI)); s.sample.Elsewhere != 4 || s.sample.ElsewhereGSIWCU != w || w < 2 {
+		t.Fatalf("sample %+v: want 4 items elsewhere, %.0f GSI write units of the one stored on the GSI keys in effect", s.sample, w)
+	}
 }

@@ -94,6 +94,7 @@ type batch struct {
 	out     []outcome
 	items   []item.Item
 	idx     []int
+	built   time.Time // when the pass's items were built: their GSI keys are the GSI counts in effect then
 }
 
 // newBatch is a batch of units, each placed (unit.place).
@@ -396,6 +397,6 @@ func (h *Handler) build(ctx context.Context, b *batch, todo []int) (err error) {
 		}
 		idx = append(idx, u)
 	}
-	b.items, b.idx = items, idx
+	b.items, b.idx, b.built = items, idx, now
 	return err
 }
