@@ -75,8 +75,8 @@ PLAIN := ./ops/explorer/browsertest ./bench/benchrun
 # answer checked against the OpenAPI document) and the filtered read over
 # 24,000 events are one reader too, and run without it for the same reason.
 #
-# The archive's 5,000 quiet sources go through the real ingest handler
-# first (35,000 bookkeeping requests of first-of-day setup, 48 s of the
+# The archive's 3,200 quiet sources go through the real ingest handler
+# first (about 7 bookkeeping requests each of first-of-day setup; at 5,000, 48 s of the
 # package's 50 under the detector): one writer, one batch after the other,
 # whose concurrent setup runs under the detector in the ingest package.
 #
