@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,14 +121,37 @@ type Spec struct {
 }
 
 // Start launches the engine and waits until it answers any HTTP request.
+// With a port picked for it (Spec.Port 0), an engine that another process
+// beat to its port (it exits saying the address is in use, or another
+// process holds the socket listening there) is started again on another,
+// up to tries times: FreePort's port is free when asked, not when the
+// engine binds it, and test binaries start engines side by side.
 func Start(ctx context.Context, s Spec) (*Proc, error) {
-	port := s.Port
-	if port == 0 {
-		var err error
+	if s.Port != 0 {
+		return start(ctx, s, s.Port)
+	}
+	var err error
+	for range tries {
+		var port int
 		if port, err = FreePort(); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.Name, err)
 		}
+		var p *Proc
+		if p, err = start(ctx, s, port); err == nil || !errors.Is(err, errPortTaken) {
+			return p, err
+		}
 	}
+	return nil, err
+}
+
+// tries bounds the ports Start tries for an engine.
+const tries = 5
+
+// errPortTaken is an engine's port taken by another process.
+var errPortTaken = errors.New("its port was taken by another process")
+
+// start launches the engine on port and waits until it answers.
+func start(ctx context.Context, s Spec, port int) (*Proc, error) {
 	args := make([]string, len(s.Args))
 	for i, a := range s.Args {
 		args[i] = a
@@ -152,11 +176,28 @@ func Start(ctx context.Context, s Spec) (*Proc, error) {
 	if ready <= 0 {
 		ready = 30 * time.Second
 	}
-	if err := p.waitReady(ctx, ready); err != nil {
+	err := p.waitReady(ctx, ready)
+	if err == nil {
+		// An answer on the port may be another process's.
+		var ours bool
+		if ours, err = listens(p.cmd.Process.Pid, port); err == nil && !ours {
+			err = fmt.Errorf("%s at %s: %w", s.Name, p.Endpoint, errPortTaken)
+		}
+	}
+	if err != nil {
 		p.Close()
+		if p.Exited() != nil && inUse(p.out.String()) {
+			err = fmt.Errorf("%w: %w", errPortTaken, err)
+		}
 		return nil, err
 	}
 	return p, nil
+}
+
+// inUse says whether an engine's output says its address was in use
+// (Node's EADDRINUSE, Java's BindException).
+func inUse(out string) bool {
+	return strings.Contains(out, "EADDRINUSE") || strings.Contains(out, "Address already in use")
 }
 
 func (p *Proc) waitReady(ctx context.Context, limit time.Duration) error {
