@@ -590,6 +590,39 @@ func TestASumIsSettledOnceItsSlowestWriterIs(t *testing.T) {
 	}
 }
 
+// TestARaiseHoldsItsOwnIndexLonger: for AfterRaise after an index's raise
+// takes effect no writer reports that index refusing (the quarantine
+// flood was raised a second time, 4 -> 12, by a writer that had not seen
+// the first); the other index's keys are not new, and are held for
+// Settle only (in the quarter ramp, a GSI raise held the table's reading
+// for five minutes, and its raise applied five minutes late).
+func TestARaiseHoldsItsOwnIndexLonger(t *testing.T) {
+	gsi := shardmap.Raises{GSI: t0.Add(9 * time.Minute)}
+	table := shardmap.Raises{Table: t0.Add(22 * time.Minute)}
+	both := shardmap.Raises{Table: t0.Add(22 * time.Minute), GSI: t0.Add(16 * time.Minute)}
+	all := shardmap.TableIndex | shardmap.GSIIndex
+	for _, c := range []struct {
+		name string
+		r    shardmap.Raises
+		now  time.Duration
+		want shardmap.Indexes
+	}{
+		{"never raised", shardmap.Raises{}, 9 * time.Minute, 0},
+		{"the GSI's raise taking effect", gsi, 9 * time.Minute, all},
+		{"the GSI's raise settling", gsi, 9*time.Minute + Settle - time.Second, all},
+		{"the GSI's raise settled", gsi, 9*time.Minute + Settle, shardmap.GSIIndex},
+		{"the GSI's keys past AfterRaise", gsi, 9*time.Minute + AfterRaise, 0},
+		{"the table's raise settling", table, 22*time.Minute + Settle/2, all},
+		{"the table's raise settled", table, 22*time.Minute + Settle, shardmap.TableIndex},
+		{"the table's keys past AfterRaise", table, 22*time.Minute + AfterRaise, 0},
+		{"both, the GSI's sooner", both, 22*time.Minute + 2*Settle, shardmap.TableIndex},
+	} {
+		if got := Held(c.r, t0.Add(c.now)); got != c.want {
+			t.Errorf("%s: held %b, want %b", c.name, got, c.want)
+		}
+	}
+}
+
 // TestAMeasureUnderHalfTheLastIsNotCredible: once a source was raised on
 // what its keys were measured to take, a later measure under half of that
 // (writers that have not found the new keys' ceiling yet) is not taken
