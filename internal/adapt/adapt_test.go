@@ -674,6 +674,34 @@ func TestOneLowWindowDoesNotRaise(t *testing.T) {
 	}
 }
 
+// TestAnIndexRefusingOnceIsNotMeasuredOnThatWindow: in the quarter ramp
+// under 7/8, after the table's raise, the sums showed the table refusing
+// for minutes, its keys taking about 30 WCU/s; once, one writer's pacer
+// blamed the GSI in a window where the other writer's batch waited, and
+// the sum read 19 of the GSI's 8 keys, 2.4 a key, and raised it 8 -> 14, a
+// fourth step. The GSI's keys took more than that a key on average over
+// the readings before it: that is the least their ceiling is.
+func TestAnIndexRefusingOnceIsNotMeasuredOnThatWindow(t *testing.T) {
+	cur := Counts{7, 8}
+	reading := func(took float64, refused shardmap.Indexes) shardmap.Measure {
+		return shardmap.Measure{Rates: shardmap.Rates{Table: 25, GSI: 25}, Took: shardmap.Rates{Table: took, GSI: took}, Refused: refused}
+	}
+	p := known(&Policy{KeyWCU: 20}, 2, "s")
+	for i, took := range []float64{30, 34, 29, 31} {
+		if d, ok := p.ForDemand("s", t0.Add(time.Duration(i)*15*time.Second), cur, cur, reading(took, shardmap.TableIndex), 2, true); ok {
+			t.Fatalf("raised on a reading of %.0f: %+v", took, d)
+		}
+	}
+	both := shardmap.TableIndex | shardmap.GSIIndex
+	if d, ok := p.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(19, both), 2, true); ok {
+		t.Fatalf("raised on the GSI's one window refusing: %+v", d)
+	}
+	alone := known(&Policy{KeyWCU: 20}, 2, "s")
+	if d, ok := alone.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(19, both), 2, true); !ok || d.To.GSIShards <= 8 {
+		t.Fatalf("a reading of 19 alone: %+v %v, want the GSI raised", d, ok)
+	}
+}
+
 // known is p after it summed writers' measures of each of sources a
 // minute before t0: their fleet is known, and a sum of as many at t0 may
 // measure what keys take (a fleet that grew within a window may not).
