@@ -674,6 +674,34 @@ func TestOneLowWindowDoesNotRaise(t *testing.T) {
 	}
 }
 
+// TestARampIsReadAcrossARaise: the quarter ramp's sums rose a minute
+// apart from 18 to 24 WCU/s while its GSI was raised, 4/2 -> 4/8, and the
+// table's keys then refused at 5 a key. The sums are what the source
+// sent, whichever keys took it: the table's raise is sized for the ramp
+// continued, not for the 24 read (7 keys, which the source outgrew).
+func TestARampIsReadAcrossARaise(t *testing.T) {
+	p := known(&Policy{KeyWCU: 20}, 2, "q")
+	was, cur := Counts{4, 2}, Counts{4, 8}
+	var at time.Time
+	for i, sum := range []float64{18, 20, 22, 24} {
+		under := was
+		if i >= 2 {
+			under = cur
+		}
+		at = t0.Add(time.Duration(i) * RampEvery)
+		m := shardmap.Measure{Rates: shardmap.Rates{Table: sum, GSI: sum}, Behind: 100}
+		if d, ok := p.ForDemand("q", at, under, cur, m, 2, true); ok {
+			t.Fatalf("raised on a sum of %.0f: %+v", sum, d)
+		}
+	}
+	refused := shardmap.Measure{Rates: shardmap.Rates{Table: 24, GSI: 24}, Took: shardmap.Rates{Table: 19, GSI: 19},
+		Refused: shardmap.TableIndex, Behind: 100}
+	d, ok := p.ForDemand("q", at.Add(20*time.Second), cur, cur, refused, 2, true)
+	if !ok || d.To.Shards <= 8 || d.To.GSIShards != 8 || !strings.Contains(d.Reason, "ramp continued") {
+		t.Fatalf("the table refused along the ramp, across the GSI's raise: %+v %v, want it sized for the ramp continued", d, ok)
+	}
+}
+
 // TestAnIndexRefusingOnceIsNotMeasuredOnThatWindow: in the quarter ramp
 // under 7/8, after the table's raise, the sums showed the table refusing
 // for minutes, its keys taking about 30 WCU/s; once, one writer's pacer
