@@ -702,12 +702,35 @@ func TestARampIsReadAcrossARaise(t *testing.T) {
 	}
 }
 
+// TestASumRefusedOnBothReadsTheIndexWithFewerKeys: under 4/2 in the
+// quarter ramp the GSI's 2 keys held both writers; one writer's pacer laid
+// the refusal on the table, the other's on the GSI, and the sum read the
+// table's 4 keys at 2 WCU/s a key, what the GSI let through: the table
+// went to 18. Read as refused by the index with fewer keys, the GSI, the
+// table stays on its nominal figure; at equal counts both are read.
+func TestASumRefusedOnBothReadsTheIndexWithFewerKeys(t *testing.T) {
+	both := shardmap.TableIndex | shardmap.GSIIndex
+	m := shardmap.Measure{Rates: shardmap.Rates{Table: 12, GSI: 12}, Took: shardmap.Rates{Table: 8, GSI: 8}, Refused: both}
+	p := known(&Policy{KeyWCU: 20}, 2, "q")
+	d, ok := p.ForDemand("q", t0, Counts{4, 2}, Counts{4, 2}, m, 2, true)
+	if !ok || d.To.Shards != 4 || d.To.GSIShards <= 2 {
+		t.Fatalf("both refused under 4/2: %+v %v, want the GSI raised and the table left", d, ok)
+	}
+	if got := fewerKeys(both, Counts{7, 7}); got != both {
+		t.Errorf("both refused under 7/7: read %b, want both", got)
+	}
+	if got := fewerKeys(shardmap.TableIndex, Counts{4, 2}); got != shardmap.TableIndex {
+		t.Errorf("the table alone refused under 4/2: read %b, want the table", got)
+	}
+}
+
 // TestAnIndexRefusingOnceIsNotMeasuredOnThatWindow: in the quarter ramp
 // under 7/8, after the table's raise, the sums showed the table refusing
 // for minutes, its keys taking about 30 WCU/s; once, one writer's pacer
 // blamed the GSI in a window where the other writer's batch waited, and
 // the sum read 19 of the GSI's 8 keys, 2.4 a key, and raised it 8 -> 14, a
-// fourth step. The GSI's keys took more than that a key on average over
+// fourth step. (That sum showed the table refusing too, and is now read
+// as the table's, fewerKeys; a sum of the GSI alone is read here.) The GSI's keys took more than that a key on average over
 // the readings before it: that is the least their ceiling is.
 func TestAnIndexRefusingOnceIsNotMeasuredOnThatWindow(t *testing.T) {
 	cur := Counts{7, 8}
@@ -720,12 +743,11 @@ func TestAnIndexRefusingOnceIsNotMeasuredOnThatWindow(t *testing.T) {
 			t.Fatalf("raised on a reading of %.0f: %+v", took, d)
 		}
 	}
-	both := shardmap.TableIndex | shardmap.GSIIndex
-	if d, ok := p.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(19, both), 2, true); ok {
+	if d, ok := p.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(19, shardmap.GSIIndex), 2, true); ok {
 		t.Fatalf("raised on the GSI's one window refusing: %+v", d)
 	}
 	alone := known(&Policy{KeyWCU: 20}, 2, "s")
-	if d, ok := alone.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(19, both), 2, true); !ok || d.To.GSIShards <= 8 {
+	if d, ok := alone.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(19, shardmap.GSIIndex), 2, true); !ok || d.To.GSIShards <= 8 {
 		t.Fatalf("a reading of 19 alone: %+v %v, want the GSI raised", d, ok)
 	}
 }
