@@ -716,10 +716,10 @@ func TestASumRefusedOnBothReadsTheIndexWithFewerKeys(t *testing.T) {
 	if !ok || d.To.Shards != 4 || d.To.GSIShards <= 2 {
 		t.Fatalf("both refused under 4/2: %+v %v, want the GSI raised and the table left", d, ok)
 	}
-	if got := fewerKeys(both, Counts{7, 7}); got != both {
+	if got := FewerKeys(both, Counts{7, 7}); got != both {
 		t.Errorf("both refused under 7/7: read %b, want both", got)
 	}
-	if got := fewerKeys(shardmap.TableIndex, Counts{4, 2}); got != shardmap.TableIndex {
+	if got := FewerKeys(shardmap.TableIndex, Counts{4, 2}); got != shardmap.TableIndex {
 		t.Errorf("the table alone refused under 4/2: read %b, want the table", got)
 	}
 }

@@ -59,7 +59,7 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	// a writer seen lately measures less, and so may a sum of writers
 	// that grew a window ago or less: the source's other writers may not
 	// have filled a window to report yet.
-	refused := fewerKeys(demand.Refused, cur)
+	refused := FewerKeys(demand.Refused, cur)
 	if n, grew := p.fleet(source, now, writers); writers < n || now.Sub(grew) < p.window() {
 		refused = 0
 	}
@@ -88,7 +88,7 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	return d, true
 }
 
-// fewerKeys is the indexes a sum shows refusing that are read as
+// FewerKeys is the indexes a sum shows refusing that are read as
 // refusing under cur: when its writers' pacers laid their refusals on
 // different indexes, the one whose keys each carry more of the source
 // (fewer keys), as a writer's own refused does when both are blamed; at
@@ -96,8 +96,10 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 // less, and what those took is not their ceiling: in the quarter ramp,
 // one writer's pacer laid the GSI's refusal on the table while the GSI's
 // 2 keys held both writers, the sum read the table's 4 keys at 2 WCU/s a
-// key, and the table went to 15 or 18 where 8 carry the source.
-func fewerKeys(refused shardmap.Indexes, cur Counts) shardmap.Indexes {
+// key, and the table went to 15 or 18 where 8 carry the source. An index
+// refusing that is not to be read (Held) is left out after this, not
+// before: it still holds the writers.
+func FewerKeys(refused shardmap.Indexes, cur Counts) shardmap.Indexes {
 	if refused != shardmap.TableIndex|shardmap.GSIIndex {
 		return refused
 	}

@@ -372,21 +372,22 @@ func (h *Handler) raise(ctx context.Context, b *batch) {
 // writer sees only its share (a source spread over four Kinesis shards
 // looks a quarter as hot to each), and the others need as long as it to
 // report theirs. A failed report is logged and the decision left for a
-// later batch. The writer does not report an index refusing while
-// adapt.Held says so of the raises in the day's schedule (raises): within
-// adapt.AfterRaise of that index's last raise taking effect, or
+// later batch. The writer does not read an index of the sum as refusing
+// while adapt.Held says so of the raises in the day's schedule (raises):
+// within adapt.AfterRaise of that index's last raise taking effect, or
 // adapt.Settle of the other's, what its keys took is not their ceiling.
-// Nor does it decide on a refusal while the writer furthest behind (the
-// sum's Behind) has not got adapt.Settle past the table's last raise in
-// the source's arrivals (adapt.Settled): that writer still drains events
-// placed on the old table keys, and what it took of the keys in effect
-// is not theirs.
+// Since every writer reads the same schedule, each reports what its
+// pacer blamed, and the sum still says which index holds the writers
+// (adapt.FewerKeys). Nor does it decide on a refusal while the writer
+// furthest behind (the sum's Behind) has not got adapt.Settle past the
+// table's last raise in the source's arrivals (adapt.Settled): that
+// writer still drains events placed on the old table keys, and what it
+// took of the keys in effect is not theirs.
 func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key string, now time.Time, cur, last adapt.Counts, raises shardmap.Raises) (adapt.Decision, bool) {
 	own, ok := h.policy.Measure(key, now, cur)
 	if !ok {
 		return adapt.Decision{}, false
 	}
-	own.Refused &^= adapt.Held(raises, now)
 	// A writer is a container's view of a source through one shard.
 	writerID := h.writerID
 	if i := strings.IndexByte(key, 0); i >= 0 {
@@ -405,6 +406,10 @@ func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key strin
 	if !sum.ReportedBefore {
 		return adapt.Decision{}, false
 	}
+	// An index held after a raise is left out once the sum's refusals
+	// are read (FewerKeys): held, it still says which keys hold the
+	// writers back.
+	sum.Refused = adapt.FewerKeys(sum.Refused, cur) &^ adapt.Held(raises, now)
 	if !adapt.Settled(raises.Table, now, sum.Behind) {
 		sum.Refused = 0 // a writer is still draining events placed before the table's raise
 	}
