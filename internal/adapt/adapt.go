@@ -79,15 +79,17 @@ const (
 	// the keys take of them is not yet their ceiling (the overload
 	// simulation learned a quarter of it 26 s after a raise).
 	Settle = time.Minute
-	// AfterRaise is how long after a raise takes effect no writer reports
-	// what the source's keys took as their ceiling, whenever it began to
+	// AfterRaise is how long after a raise of an index takes effect no
+	// writer reports that index's keys refusing, whenever it began to
 	// write the source: a raise is sized once, and a second one sized in
 	// the minutes after it reads writers still finding the new keys'
 	// ceiling. Settle is a writer's own memory of the counts changing; a
 	// writer that starts after the change has none, and the quarantine
 	// flood was raised a second time so (4 -> 12 on a reading of 3 WCU/s
-	// a key, where the first raise read 14). Ingest applies it from the
-	// day's schedule, which every writer shares (shardmap.Raised).
+	// a key, where the first raise read 14). The other index's keys are
+	// the same keys: they are held for Settle only (Held). Ingest applies
+	// it from the day's schedule, which every writer shares
+	// (shardmap.Raised).
 	AfterRaise = 5 * time.Minute
 	// OfferedFor is how long what a writer was offered counts in what it
 	// measures: a Kinesis batch is offered when its write begins, and a

@@ -590,6 +590,39 @@ func TestASumIsSettledOnceItsSlowestWriterIs(t *testing.T) {
 	}
 }
 
+// TestARaiseHoldsItsOwnIndexLonger: for AfterRaise after an index's raise
+// takes effect no writer reports that index refusing (the quarantine
+// flood was raised a second time, 4 -> 12, by a writer that had not seen
+// the first); the other index's keys are not new, and are held for
+// Settle only (in the quarter ramp, a GSI raise held the table's reading
+// for five minutes, and its raise applied five minutes late).
+func TestARaiseHoldsItsOwnIndexLonger(t *testing.T) {
+	gsi := shardmap.Raises{GSI: t0.Add(9 * time.Minute)}
+	table := shardmap.Raises{Table: t0.Add(22 * time.Minute)}
+	both := shardmap.Raises{Table: t0.Add(22 * time.Minute), GSI: t0.Add(16 * time.Minute)}
+	all := shardmap.TableIndex | shardmap.GSIIndex
+	for _, c := range []struct {
+		name string
+		r    shardmap.Raises
+		now  time.Duration
+		want shardmap.Indexes
+	}{
+		{"never raised", shardmap.Raises{}, 9 * time.Minute, 0},
+		{"the GSI's raise taking effect", gsi, 9 * time.Minute, all},
+		{"the GSI's raise settling", gsi, 9*time.Minute + Settle - time.Second, all},
+		{"the GSI's raise settled", gsi, 9*time.Minute + Settle, shardmap.GSIIndex},
+		{"the GSI's keys past AfterRaise", gsi, 9*time.Minute + AfterRaise, 0},
+		{"the table's raise settling", table, 22*time.Minute + Settle/2, all},
+		{"the table's raise settled", table, 22*time.Minute + Settle, shardmap.TableIndex},
+		{"the table's keys past AfterRaise", table, 22*time.Minute + AfterRaise, 0},
+		{"both, the GSI's sooner", both, 22*time.Minute + 2*Settle, shardmap.TableIndex},
+	} {
+		if got := Held(c.r, t0.Add(c.now)); got != c.want {
+			t.Errorf("%s: held %b, want %b", c.name, got, c.want)
+		}
+	}
+}
+
 // TestAMeasureUnderHalfTheLastIsNotCredible: once a source was raised on
 // what its keys were measured to take, a later measure under half of that
 // (writers that have not found the new keys' ceiling yet) is not taken
@@ -638,6 +671,84 @@ func TestOneLowWindowDoesNotRaise(t *testing.T) {
 	old.ForDemand("s", t0.Add(time.Minute-MeasuredFor), cur, cur, reading(35), 2, true)
 	if d, ok := old.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(18), 2, true); !ok || d.To.Shards != 13 {
 		t.Fatalf("after readings of other counts, and older: %+v %v, want the table raised to 13", d, ok)
+	}
+}
+
+// TestARampIsReadAcrossARaise: the quarter ramp's sums rose a minute
+// apart from 18 to 24 WCU/s while its GSI was raised, 4/2 -> 4/8, and the
+// table's keys then refused at 5 a key. The sums are what the source
+// sent, whichever keys took it: the table's raise is sized for the ramp
+// continued, not for the 24 read (7 keys, which the source outgrew).
+func TestARampIsReadAcrossARaise(t *testing.T) {
+	p := known(&Policy{KeyWCU: 20}, 2, "q")
+	was, cur := Counts{4, 2}, Counts{4, 8}
+	var at time.Time
+	for i, sum := range []float64{18, 20, 22, 24} {
+		under := was
+		if i >= 2 {
+			under = cur
+		}
+		at = t0.Add(time.Duration(i) * RampEvery)
+		m := shardmap.Measure{Rates: shardmap.Rates{Table: sum, GSI: sum}, Behind: 100}
+		if d, ok := p.ForDemand("q", at, under, cur, m, 2, true); ok {
+			t.Fatalf("raised on a sum of %.0f: %+v", sum, d)
+		}
+	}
+	refused := shardmap.Measure{Rates: shardmap.Rates{Table: 24, GSI: 24}, Took: shardmap.Rates{Table: 19, GSI: 19},
+		Refused: shardmap.TableIndex, Behind: 100}
+	d, ok := p.ForDemand("q", at.Add(20*time.Second), cur, cur, refused, 2, true)
+	if !ok || d.To.Shards <= 8 || d.To.GSIShards != 8 || !strings.Contains(d.Reason, "ramp continued") {
+		t.Fatalf("the table refused along the ramp, across the GSI's raise: %+v %v, want it sized for the ramp continued", d, ok)
+	}
+}
+
+// TestASumRefusedOnBothReadsTheIndexWithFewerKeys: under 4/2 in the
+// quarter ramp the GSI's 2 keys held both writers; one writer's pacer laid
+// the refusal on the table, the other's on the GSI, and the sum read the
+// table's 4 keys at 2 WCU/s a key, what the GSI let through: the table
+// went to 18. Read as refused by the index with fewer keys, the GSI, the
+// table stays on its nominal figure; at equal counts both are read.
+func TestASumRefusedOnBothReadsTheIndexWithFewerKeys(t *testing.T) {
+	both := shardmap.TableIndex | shardmap.GSIIndex
+	m := shardmap.Measure{Rates: shardmap.Rates{Table: 12, GSI: 12}, Took: shardmap.Rates{Table: 8, GSI: 8}, Refused: both}
+	p := known(&Policy{KeyWCU: 20}, 2, "q")
+	d, ok := p.ForDemand("q", t0, Counts{4, 2}, Counts{4, 2}, m, 2, true)
+	if !ok || d.To.Shards != 4 || d.To.GSIShards <= 2 {
+		t.Fatalf("both refused under 4/2: %+v %v, want the GSI raised and the table left", d, ok)
+	}
+	if got := FewerKeys(both, Counts{7, 7}); got != both {
+		t.Errorf("both refused under 7/7: read %b, want both", got)
+	}
+	if got := FewerKeys(shardmap.TableIndex, Counts{4, 2}); got != shardmap.TableIndex {
+		t.Errorf("the table alone refused under 4/2: read %b, want the table", got)
+	}
+}
+
+// TestAnIndexRefusingOnceIsNotMeasuredOnThatWindow: in the quarter ramp
+// under 7/8, after the table's raise, the sums showed the table refusing
+// for minutes, its keys taking about 30 WCU/s; once, one writer's pacer
+// blamed the GSI in a window where the other writer's batch waited, and
+// the sum read 19 of the GSI's 8 keys, 2.4 a key, and raised it 8 -> 14, a
+// fourth step. (That sum showed the table refusing too, and is now read
+// as the table's, fewerKeys; a sum of the GSI alone is read here.) The GSI's keys took more than that a key on average over
+// the readings before it: that is the least their ceiling is.
+func TestAnIndexRefusingOnceIsNotMeasuredOnThatWindow(t *testing.T) {
+	cur := Counts{7, 8}
+	reading := func(took float64, refused shardmap.Indexes) shardmap.Measure {
+		return shardmap.Measure{Rates: shardmap.Rates{Table: 25, GSI: 25}, Took: shardmap.Rates{Table: took, GSI: took}, Refused: refused}
+	}
+	p := known(&Policy{KeyWCU: 20}, 2, "s")
+	for i, took := range []float64{30, 34, 29, 31} {
+		if d, ok := p.ForDemand("s", t0.Add(time.Duration(i)*15*time.Second), cur, cur, reading(took, shardmap.TableIndex), 2, true); ok {
+			t.Fatalf("raised on a reading of %.0f: %+v", took, d)
+		}
+	}
+	if d, ok := p.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(19, shardmap.GSIIndex), 2, true); ok {
+		t.Fatalf("raised on the GSI's one window refusing: %+v", d)
+	}
+	alone := known(&Policy{KeyWCU: 20}, 2, "s")
+	if d, ok := alone.ForDemand("s", t0.Add(time.Minute), cur, cur, reading(19, shardmap.GSIIndex), 2, true); !ok || d.To.GSIShards <= 8 {
+		t.Fatalf("a reading of 19 alone: %+v %v, want the GSI raised", d, ok)
 	}
 }
 

@@ -59,13 +59,13 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 	// a writer seen lately measures less, and so may a sum of writers
 	// that grew a window ago or less: the source's other writers may not
 	// have filled a window to report yet.
-	refused := demand.Refused
+	refused := FewerKeys(demand.Refused, cur)
 	if n, grew := p.fleet(source, now, writers); writers < n || now.Sub(grew) < p.window() {
 		refused = 0
 	}
 	table := p.capacity(cur.Shards, asked.Table, demand.Took.Table, refused&shardmap.TableIndex != 0)
 	gsi := p.capacity(cur.GSIShards, asked.GSI, demand.Took.GSI, refused&shardmap.GSIIndex != 0)
-	table, gsi = p.mean(source, now, cur, table, gsi)
+	table, gsi = p.mean(source, now, cur, demand.Took, table, gsi)
 	table, gsi = p.credible(source, table, gsi)
 	d.To = last
 	if to, cover := p.raise(cur.Shards, last.Shards, asked.Table, plan.Table, table); cover > last.Shards {
@@ -86,6 +86,30 @@ func (p *Policy) ForDemand(source string, now time.Time, cur, last Counts, deman
 		d.Reason += fmt.Sprintf("; sized for the ramp continued, %.0f WCU/s base, %.0f WCU/s GSI", plan.Table, plan.GSI)
 	}
 	return d, true
+}
+
+// FewerKeys is the indexes a sum shows refusing that are read as
+// refusing under cur: when its writers' pacers laid their refusals on
+// different indexes, the one whose keys each carry more of the source
+// (fewer keys), as a writer's own refused does when both are blamed; at
+// equal counts both. Writers held by one index's keys send the other's
+// less, and what those took is not their ceiling: in the quarter ramp,
+// one writer's pacer laid the GSI's refusal on the table while the GSI's
+// 2 keys held both writers, the sum read the table's 4 keys at 2 WCU/s a
+// key, and the table went to 15 or 18 where 8 carry the source. An index
+// refusing that is not to be read (Held) is left out after this, not
+// before: it still holds the writers.
+func FewerKeys(refused shardmap.Indexes, cur Counts) shardmap.Indexes {
+	if refused != shardmap.TableIndex|shardmap.GSIIndex {
+		return refused
+	}
+	switch {
+	case cur.Shards < cur.GSIShards:
+		return shardmap.TableIndex
+	case cur.GSIShards < cur.Shards:
+		return shardmap.GSIIndex
+	}
+	return refused
 }
 
 // ceiling is what one key of an index takes, in write units a second, and
@@ -163,11 +187,13 @@ func (p *Policy) credible(source string, table, gsi ceiling) (ceiling, ceiling) 
 }
 
 // reading is the ceilings measured of a source's keys at a time, under
-// counts: table and GSI, 0 for an index not measured.
+// counts: table and GSI, 0 for an index not measured; and what a key of
+// each index took then, measured or not.
 type reading struct {
 	at    time.Time
 	under Counts
 	wcu   [2]float64
+	took  [2]float64
 }
 
 // readings bounds the readings kept of a source: two a window, a writer
@@ -175,18 +201,23 @@ type reading struct {
 const readings = 4 * int(MeasuredFor/DefaultWindow)
 
 // mean remembers the ceilings measured of source's keys at now, under
-// cur, and returns each measured one as the mean of those measured of the
-// same keys (under cur) within MeasuredFor: what one window's sum read of
-// keys that refused swings with where each writer's batch stood, and a
-// raise decided on the lowest would be one too many. An index not
-// measured now stays on its nominal figure.
-func (p *Policy) mean(source string, now time.Time, cur Counts, table, gsi ceiling) (ceiling, ceiling) {
+// cur, and what they took (took, over cur's keys), and returns each
+// measured ceiling as the mean of those measured of the same keys (under
+// cur) within MeasuredFor: what one window's sum read of keys that
+// refused swings with where each writer's batch stood, and a raise
+// decided on the lowest would be one too many. Nor is it less than what
+// the same keys took a key on average over those readings, refused or
+// not: keys take at least what they took, and an index the sum shows
+// refusing once (one writer's pacer blamed it, in a window where the
+// other's batch waited) would otherwise be measured on that one low
+// window. An index not measured now stays on its nominal figure.
+func (p *Policy) mean(source string, now time.Time, cur Counts, took shardmap.Rates, table, gsi ceiling) (ceiling, ceiling) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.readings == nil || len(p.readings) > 1<<16 {
 		p.readings = map[string][]reading{}
 	}
-	r := reading{at: now, under: cur}
+	r := reading{at: now, under: cur, took: [2]float64{perKey(took.Table, cur.Shards), perKey(took.GSI, cur.GSIShards)}}
 	for i, c := range [2]ceiling{table, gsi} {
 		if c.measured {
 			r.wcu[i] = c.wcu
@@ -204,17 +235,29 @@ func (p *Policy) mean(source string, now time.Time, cur Counts, table, gsi ceili
 		if !out[i].measured {
 			continue
 		}
-		var sum float64
+		var sum, all float64
 		var n int
 		for _, o := range kept {
+			all += o.took[i]
 			if o.wcu[i] > 0 {
 				sum += o.wcu[i]
 				n++
 			}
 		}
-		out[i].wcu = sum / float64(n)
+		out[i].wcu = max(sum/float64(n), all/float64(len(kept)))
+		if out[i].wcu >= p.keyWCU() {
+			out[i] = ceiling{wcu: p.keyWCU()}
+		}
 	}
 	return out[0], out[1]
+}
+
+// perKey is what each of keys took of took write units a second.
+func perKey(took float64, keys int) float64 {
+	if keys <= 0 {
+		return 0
+	}
+	return took / float64(keys)
 }
 
 // raised remembers the ceilings measured that a raise of source was sized

@@ -77,16 +77,41 @@ func (p *Policy) Measure(source string, now time.Time, cur Counts) (m Measured, 
 
 // Settled says whether writers as far behind the source's arrivals as
 // behind seconds (a sum's Behind, the most any of its writers is) have
-// got Settle past raised, when the last raise took effect, in the
-// source's arrivals. Until then one of them still writes, or has just
-// written, events placed before the raise, on the old table keys, and
-// its Took of the keys in effect is what it had time for: a sum that adds
-// it to the Took of a writer already past the raise is not the keys'
-// ceiling. A writer does not report the refusal of its own window that
-// holds such events (Measure), but it cannot tell that another writer's
-// does. Zero raised is settled.
+// got Settle past raised, when the base table's last raise took effect
+// (shardmap.Raises.Table), in the source's arrivals. Until then one of
+// them still writes, or has just written, events placed before the raise,
+// on the old table keys, and its Took of the keys in effect, table and
+// GSI, is what it had time for: a sum that adds it to the Took of a
+// writer already past the raise is not the keys' ceiling. A writer does
+// not report the refusal of its own window that holds such events
+// (Measure), but it cannot tell that another writer's does. A GSI raise
+// leaves no such backlog: an item's GSI key is placed under the GSI count
+// in effect when it is written, whatever its time. Zero raised is
+// settled.
 func Settled(raised, now time.Time, behind float64) bool {
 	return raised.IsZero() || !now.Add(-time.Duration(behind*float64(time.Second))).Before(raised.Add(Settle))
+}
+
+// Held is the indexes whose refusal no writer reports at now, after the
+// raises r took effect (shardmap.Raised, read from the day's schedule,
+// which every writer shares, whenever it began to write the source): an
+// index for AfterRaise after its own raise, while the writers find its
+// new keys' ceiling, and for Settle after the other index's. A raise of
+// one index leaves the other's keys as they were, but not what the
+// writers send them: writers held to the raised index's old keys sent
+// them less, and for a while after the raise the new keys start at the
+// paces the old ones had (internal/pace's families) and still hold the
+// writers back. Past Settle the other index's keys take what they take.
+func Held(r shardmap.Raises, now time.Time) shardmap.Indexes {
+	within := func(at time.Time, d time.Duration) bool { return !at.IsZero() && now.Sub(at) < d }
+	var held shardmap.Indexes
+	if within(r.Table, AfterRaise) || within(r.GSI, Settle) {
+		held |= shardmap.TableIndex
+	}
+	if within(r.GSI, AfterRaise) || within(r.Table, Settle) {
+		held |= shardmap.GSIIndex
+	}
+	return held
 }
 
 // refused is the indexes that refused a window's sum under cur: whose

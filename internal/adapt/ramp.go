@@ -33,8 +33,13 @@ const (
 // three minutes: from the last sum's time, plus how far behind the
 // source's arrivals its writers were (what they read arrived that long
 // before), plus the horizon; at most MaxGrowth times the last sum. A ramp
-// is read by the same writers under the same counts, and rises by
-// RampRise or more each minute, steadily (RampSteady).
+// is read by the same writers, and rises by RampRise or more each minute,
+// steadily (RampSteady). It may be read across a raise: its sums are what
+// the source sent, over its arrivals, not what keys took. Read only under
+// the same counts, the quarter ramp's table, raised two minutes after the
+// GSI's second step took effect, had no ramp to read and was sized on the
+// 21 to 24 WCU/s then read by writers two minutes behind: 7 keys, where a
+// source of 25 then drained its backlog at 3 a key and was raised again.
 //
 // Its slope is over the source's arrivals, not the wall's: over a minute
 // in which the writers caught up (they are less far behind at its end),
@@ -57,7 +62,7 @@ func (p *Policy) ramping(source string, now time.Time, cur Counts, demand shardm
 		p.ramps[source] = sums
 	}
 	for _, s := range sums {
-		if s.at.IsZero() || s.under != cur || s.writers != writers {
+		if s.at.IsZero() || s.writers != writers {
 			return demand.Rates, false
 		}
 	}

@@ -332,8 +332,8 @@ func (h *Handler) raise(ctx context.Context, b *batch) {
 			continue
 		}
 		cur, last := adapt.Of(shardmap.InEffect(sched, dayStart(now), now, now)), adapt.Of(sched.Last())
-		since := shardmap.Raised(sched, dayStart(now), now)
-		d, ok := h.decide(ctx, stream, day, policyKey(stream.Source, u, b.inOrder), now, cur, last, since)
+		raises := shardmap.Raised(sched, dayStart(now), now)
+		d, ok := h.decide(ctx, stream, day, policyKey(stream.Source, u, b.inOrder), now, cur, last, raises)
 		if !ok {
 			continue
 		}
@@ -372,20 +372,21 @@ func (h *Handler) raise(ctx context.Context, b *batch) {
 // writer sees only its share (a source spread over four Kinesis shards
 // looks a quarter as hot to each), and the others need as long as it to
 // report theirs. A failed report is logged and the decision left for a
-// later batch. Within adapt.AfterRaise of the last raise taking effect
-// (raised, from the day's schedule), the writer does not report which
-// index refused it: what the keys took then is not their ceiling. Nor
-// does it decide on a refusal while the writer furthest behind (the
-// sum's Behind) has not got adapt.Settle past the raise in the source's
-// arrivals (adapt.Settled): that writer still drains events placed on
-// the old keys, and what it took of the new ones is not theirs.
-func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key string, now time.Time, cur, last adapt.Counts, raised time.Time) (adapt.Decision, bool) {
+// later batch. The writer does not read an index of the sum as refusing
+// while adapt.Held says so of the raises in the day's schedule (raises):
+// within adapt.AfterRaise of that index's last raise taking effect, or
+// adapt.Settle of the other's, what its keys took is not their ceiling.
+// Since every writer reads the same schedule, each reports what its
+// pacer blamed, and the sum still says which index holds the writers
+// (adapt.FewerKeys). Nor does it decide on a refusal while the writer
+// furthest behind (the sum's Behind) has not got adapt.Settle past the
+// table's last raise in the source's arrivals (adapt.Settled): that
+// writer still drains events placed on the old table keys, and what it
+// took of the keys in effect is not theirs.
+func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key string, now time.Time, cur, last adapt.Counts, raises shardmap.Raises) (adapt.Decision, bool) {
 	own, ok := h.policy.Measure(key, now, cur)
 	if !ok {
 		return adapt.Decision{}, false
-	}
-	if !raised.IsZero() && now.Sub(raised) < adapt.AfterRaise {
-		own.Refused = 0
 	}
 	// A writer is a container's view of a source through one shard.
 	writerID := h.writerID
@@ -405,8 +406,12 @@ func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key strin
 	if !sum.ReportedBefore {
 		return adapt.Decision{}, false
 	}
-	if !adapt.Settled(raised, now, sum.Behind) {
-		sum.Refused = 0 // a writer is still draining events placed before the raise
+	// An index held after a raise is left out once the sum's refusals
+	// are read (FewerKeys): held, it still says which keys hold the
+	// writers back.
+	sum.Refused = adapt.FewerKeys(sum.Refused, cur) &^ adapt.Held(raises, now)
+	if !adapt.Settled(raises.Table, now, sum.Behind) {
+		sum.Refused = 0 // a writer is still draining events placed before the table's raise
 	}
 	return h.policy.ForDemand(s.Source, now, cur, last, sum.Measure, sum.Writers, own.Throttled)
 }

@@ -75,24 +75,30 @@ func InEffect(sched bucketing.Schedule, day, t, now time.Time) bucketing.Step {
 	return step
 }
 
-// Raised is when the last raise of sched in effect at now took effect,
-// for the base table or the GSI (whose count applies gsiSooner before
-// the step's minute); zero when none has: sched's first step is in
-// effect for both. day is the start of sched's UTC day.
-func Raised(sched bucketing.Schedule, day, now time.Time) time.Time {
-	var at time.Time
+// Raises are when the last raise of each index took effect: zero for an
+// index its schedule has not raised yet.
+type Raises struct {
+	Table, GSI time.Time
+}
+
+// Raised is when the last raise of each index in sched in effect at now
+// took effect: the base table's at its step's minute, the GSI's gsiSooner
+// before it. An index sched's first step still holds for is zero. day is
+// the start of sched's UTC day.
+func Raised(sched bucketing.Schedule, day, now time.Time) Raises {
+	var r Raises
 	for i := 1; i < len(sched); i++ {
 		st := day.Add(time.Duration(sched[i].From) * time.Minute)
 		if sched[i].GSIShards > sched[i-1].GSIShards {
-			if g := st.Add(-gsiSooner); !g.After(now) && g.After(at) {
-				at = g
+			if g := st.Add(-gsiSooner); !g.After(now) && g.After(r.GSI) {
+				r.GSI = g
 			}
 		}
-		if sched[i].Shards > sched[i-1].Shards && !st.After(now) && st.After(at) {
-			at = st
+		if sched[i].Shards > sched[i-1].Shards && !st.After(now) && st.After(r.Table) {
+			r.Table = st
 		}
 	}
-	return at
+	return r
 }
 
 // metaSK is the sort key of every shard-count record.
