@@ -214,9 +214,7 @@ const readings = 4 * int(MeasuredFor/DefaultWindow)
 func (p *Policy) mean(source string, now time.Time, cur Counts, took shardmap.Rates, table, gsi ceiling) (ceiling, ceiling) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.readings == nil || len(p.readings) > 1<<16 {
-		p.readings = map[string][]reading{}
-	}
+	p.readings = bounded(p.readings)
 	r := reading{at: now, under: cur, took: [2]float64{perKey(took.Table, cur.Shards), perKey(took.GSI, cur.GSIShards)}}
 	for i, c := range [2]ceiling{table, gsi} {
 		if c.measured {
@@ -265,9 +263,7 @@ func perKey(took float64, keys int) float64 {
 func (p *Policy) raised(source string, table, gsi ceiling) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ceilings == nil || len(p.ceilings) > 1<<16 {
-		p.ceilings = map[string][2]float64{}
-	}
+	p.ceilings = bounded(p.ceilings)
 	was := p.ceilings[source]
 	for i, c := range [2]ceiling{table, gsi} {
 		if c.measured {
@@ -283,9 +279,7 @@ func (p *Policy) raised(source string, table, gsi ceiling) {
 func (p *Policy) fleet(source string, now time.Time, writers int) (n int, grew time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.writers == nil || len(p.writers) > 1<<16 {
-		p.writers = map[string]seen{}
-	}
+	p.writers = bounded(p.writers)
 	w := p.writers[source]
 	switch {
 	case writers > w.n || now.Sub(w.at) > OfferedFor:
@@ -316,9 +310,7 @@ type seen struct {
 func (p *Policy) rising(source string, now time.Time, cur Counts, demand shardmap.Rates, writers int) (shardmap.Rates, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.sums == nil || len(p.sums) > 1<<16 {
-		p.sums = map[string][trend - 1]summed{}
-	}
+	p.sums = bounded(p.sums)
 	prev, ok := p.sums[source]
 	last := prev[len(prev)-1]
 	if ok && now.Sub(last.at) < p.window() && last.under == cur && last.writers == writers {
@@ -384,3 +376,17 @@ func atCeiling(rate, c float64) int {
 
 // clamp bounds a count by Max.
 func (p *Policy) clamp(n int) int { return min(n, p.max()) }
+
+// maxSources bounds how many sources a policy remembers anything of: a
+// map of a source's sums, readings or ceilings that outgrows it is
+// started again, so that a container writing for ever more sources holds
+// a bounded memory. A source forgotten is decided afresh, as a new one.
+const maxSources = 1 << 16
+
+// bounded is m, or a new map when m is nil or holds more than maxSources.
+func bounded[V any](m map[string]V) map[string]V {
+	if m == nil || len(m) > maxSources {
+		return map[string]V{}
+	}
+	return m
+}

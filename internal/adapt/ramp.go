@@ -52,9 +52,7 @@ const (
 func (p *Policy) ramping(source string, now time.Time, cur Counts, demand shardmap.Measure, writers int) (shardmap.Rates, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ramps == nil || len(p.ramps) > 1<<16 {
-		p.ramps = map[string][trend]summed{}
-	}
+	p.ramps = bounded(p.ramps)
 	sums := p.ramps[source]
 	if last := sums[trend-1]; last.at.IsZero() || now.Sub(last.at) >= RampEvery {
 		copy(sums[:], sums[1:])

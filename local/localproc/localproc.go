@@ -186,7 +186,7 @@ func start(ctx context.Context, s Spec, port int) (*Proc, error) {
 	}
 	if err != nil {
 		p.Close()
-		if p.Exited() != nil && inUse(p.out.String()) {
+		if inUse(p.out.String()) { // Close has stopped it: its output is whole
 			err = fmt.Errorf("%w: %w", errPortTaken, err)
 		}
 		return nil, err
