@@ -89,16 +89,16 @@ PLAIN := ./ops/explorer/browsertest ./bench/benchrun
 # tests (TestLSMExact, TestChainConcurrentInvocations,
 # TestRollupInBoundedSteps).
 #
-# The ingest package's largest simulations (overload, ramp, two sources on
-# one partition, quarantine flood, midnight, the fault mixes), and the
+# The ingest package's largest simulations (overload, the two ramps, two
+# sources on one partition, quarantine flood, midnight, the fault mixes), and the
 # 20,000 events of TestShardSpread (77 s under the detector), run without
-# it too: they push 150,000 events through the real handlers, whose
+# it too: they push 200,000 events through the real handlers, whose
 # per-event work the detector multiplies (the package took 6 minutes under
 # it), and they run on a virtual clock, so a slower run changes nothing
 # they measure. The handlers' concurrent paths run under the detector in
 # the package's other tests (the throttled-source simulation, the deadline,
 # redeliveries, new sources set up in parallel).
-NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing|TestShardSpread|TestCoarseClocksAreNotHeat|TestEveryErrorAnswerFitsLambda|TestEveryQueryErrorFitsLambda|TestFilteredPagesAlwaysProgress|TestQuietSourcesShareObjects|TestCountsMatchAReference|TestCounterOverflow|TestDayChartReadUnitsAtMany)$$
+NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestAdaptiveShardingUnderARampOnQuarterKeys|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing|TestShardSpread|TestCoarseClocksAreNotHeat|TestEveryErrorAnswerFitsLambda|TestEveryQueryErrorFitsLambda|TestFilteredPagesAlwaysProgress|TestQuietSourcesShareObjects|TestCountsMatchAReference|TestCounterOverflow|TestDayChartReadUnitsAtMany)$$
 
 # go vet as make test runs it, and make vet.
 VET = $(GO) vet -trimpath ./...
