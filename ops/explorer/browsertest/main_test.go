@@ -362,6 +362,13 @@ func get(t *testing.T, base, path string, q url.Values, out any) {
 // seconds; the test fails on any error the page logs.
 func tab(t *testing.T, width, height int64, opts ...chromedp.EmulateViewportOption) context.Context {
 	t.Helper()
+	return tabFor(t, 60*time.Second, width, height, opts...)
+}
+
+// tabFor is tab open for at most limit: a test that loads several views
+// in one tab gives each the minute a tab has.
+func tabFor(t *testing.T, limit time.Duration, width, height int64, opts ...chromedp.EmulateViewportOption) context.Context {
+	t.Helper()
 	if browser == nil {
 		t.Fatal("browser tests: Chromium did not start (TestMain)")
 	}
@@ -384,7 +391,7 @@ func tab(t *testing.T, width, height int64, opts ...chromedp.EmulateViewportOpti
 			}
 		}
 	}()
-	tctx, tcancel := context.WithTimeout(ctx, 60*time.Second)
+	tctx, tcancel := context.WithTimeout(ctx, limit)
 	t.Cleanup(func() {
 		tcancel()
 		cancel()
