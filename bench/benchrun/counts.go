@@ -95,7 +95,7 @@ func measureCounts(ctx context.Context, out io.Writer, o CountsOptions, now time
 			return nil, fmt.Errorf("counts, charts: %w", err)
 		}
 		fmt.Fprintf(out, "counts: a busy hour of a %d events/s source (%v so far) ...\n", o.HotRate, since(start))
-		if rep.Heat, err = measureHeat(ctx, client, o, rep.RecordBytes, hourEnd.Add(-time.Hour)); err != nil {
+		if rep.Heat, err = measureHeat(ctx, client, o, heatShards, rep.RecordBytes, hourEnd.Add(-time.Hour)); err != nil {
 			return nil, fmt.Errorf("counts, heat: %w", err)
 		}
 		rep.Targets = rep.check()

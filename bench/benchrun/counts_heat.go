@@ -50,19 +50,20 @@ type HeatRow struct {
 	WCUPerSecond        float64 `json:"wcu_per_second"`
 }
 
-// heatShards is how many stream shards the simulated hour spreads over.
+// heatShards is how many stream shards the benchmark's simulated hour
+// spreads over.
 const heatShards = 100
 
 // measureHeat builds the counter items of a hot source's busiest hour
-// through the real counter (every minute and type counted, one watermark
-// per stream shard), measures the first (every item of the hour is alike:
+// through the real counter, spread over shards stream shards (every minute
+// and type counted, one watermark per stream shard), measures the first (every item of the hour is alike:
 // ten minutes of every type), and models its updates.
-func measureHeat(ctx context.Context, client *dynamodb.Client, o CountsOptions, recordBytes int, hour time.Time) (CountsHeat, error) {
-	h := CountsHeat{Rate: o.HotRate, SimulatedShards: heatShards, RecordBytes: recordBytes}
+func measureHeat(ctx context.Context, client *dynamodb.Client, o CountsOptions, shards, recordBytes int, hour time.Time) (CountsHeat, error) {
+	h := CountsHeat{Rate: o.HotRate, SimulatedShards: shards, RecordBytes: recordBytes}
 	if err := schema.Create(ctx, client, countsHeatTable); err != nil {
 		return h, err
 	}
-	if err := hotHour(ctx, client, o, hour); err != nil {
+	if err := hotHour(ctx, client, o, shards, hour); err != nil {
 		return h, err
 	}
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(countsHeatTable), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
@@ -77,19 +78,19 @@ func measureHeat(ctx context.Context, client *dynamodb.Client, o CountsOptions, 
 	return h, nil
 }
 
-// hotHour counts one event per minute and type from each of heatShards
+// hotHour counts one event per minute and type from each of shards
 // stream shards into the hot source's hour. The shards' invocations run
 // one after another: DynamoDB Local serialises a table's writes anyway.
-func hotHour(ctx context.Context, client *dynamodb.Client, o CountsOptions, hour time.Time) error {
+func hotHour(ctx context.Context, client *dynamodb.Client, o CountsOptions, shards int, hour time.Time) error {
 	c := &sourcecounter.Counter{Client: client, Table: countsHeatTable, Retention: counts.DefaultRetentionDays * 24 * time.Hour}
 	typs := eventTypes(o.Types)
-	for k := range heatShards {
+	for k := range shards {
 		sim := newSimSource(hotSource, typs, uint64(k))
 		var recs []events.DynamoDBEventRecord
 		for m := range 60 {
 			for t, typ := range typs {
 				at := hour.Add(time.Duration(m)*time.Minute + time.Duration(k)*time.Millisecond)
-				_, r := sim.record(k+heatShards*(m*len(typs)+t), at, typ)
+				_, r := sim.record(k+shards*(m*len(typs)+t), at, typ)
 				recs = append(recs, r)
 			}
 		}
@@ -97,7 +98,7 @@ func hotHour(ctx context.Context, client *dynamodb.Client, o CountsOptions, hour
 			return err
 		}
 	}
-	return checkCount(ctx, client, countsHeatTable, hotSource, hour, hour.Add(time.Hour), int64(heatShards*60*len(typs)))
+	return checkCount(ctx, client, countsHeatTable, hotSource, hour, hour.Add(time.Hour), int64(shards*60*len(typs)))
 }
 
 // measure sizes the item as it is and as it would be at h.Rate, whose

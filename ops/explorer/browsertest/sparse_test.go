@@ -96,66 +96,70 @@ type drawnText struct {
 // hour, 6 and 24 hours across a UTC midnight, 7 days (one of them from
 // just after a midnight, its first tick at noon) and 31 days, no two
 // labels of the time axis touch: each is at least 6 px from the next on
-// its line, as the canvas measures them.
+// its line, as the canvas measures them. Each viewport's ranges load one
+// after the other in one tab, each a page of its own (a navigation).
 func TestTimeAxisLabelsApart(t *testing.T) {
 	fx := server(t)
+	// Windows that cross a UTC midnight put a date under a tick near the
+	// axis's start and another under the next day's first tick.
+	midnight := time.Now().UTC().Truncate(24 * time.Hour)
+	custom := func(from, to time.Duration) string {
+		return "range=custom&from=" + midnight.Add(from).Format(time.RFC3339) + "&to=" + midnight.Add(to).Format(time.RFC3339)
+	}
+	ranges := []struct{ name, query string }{
+		{"1h", custom(-30*time.Minute, 30*time.Minute)}, {"6h", custom(-3*time.Hour, 3*time.Hour)},
+		{"24h", custom(-7*time.Hour, 17*time.Hour)}, {"24h-late", custom(-150*time.Minute, 1290*time.Minute)},
+		{"7d", "range=7d"}, {"7d-after-midnight", custom(-7*24*time.Hour+15*time.Minute, 15*time.Minute)}, {"31d", "range=31d"},
+	}
 	for _, c := range []struct {
 		name          string
 		width, height int64
 		opts          []chromedp.EmulateViewportOption
 	}{{"1280x800", 1280, 800, nil}, {"390x844", 390, 844, phone}, {"390x844@1x", 390, 844, nil}} {
-		// Windows that cross a UTC midnight put a date under a tick near
-		// the axis's start and another under the next day's first tick.
-		midnight := time.Now().UTC().Truncate(24 * time.Hour)
-		custom := func(from, to time.Duration) string {
-			return "range=custom&from=" + midnight.Add(from).Format(time.RFC3339) + "&to=" + midnight.Add(to).Format(time.RFC3339)
-		}
-		for _, rng := range []struct{ name, query string }{
-			{"1h", custom(-30*time.Minute, 30*time.Minute)}, {"6h", custom(-3*time.Hour, 3*time.Hour)},
-			{"24h", custom(-7*time.Hour, 17*time.Hour)}, {"24h-late", custom(-150*time.Minute, 1290*time.Minute)},
-			{"7d", "range=7d"}, {"7d-after-midnight", custom(-7*24*time.Hour+15*time.Minute, 15*time.Minute)}, {"31d", "range=31d"},
-		} {
-			t.Run(c.name+"/"+rng.name, func(t *testing.T) {
-				ctx := tab(t, c.width, c.height, c.opts...)
-				do(t, ctx, chromedp.Navigate(fx.base+"/?source="+Checkout+"&"+rng.query))
-				idle(t, ctx, `document.documentElement.dataset.chartRendered`)
-				// Draw again, recording: split, then stacked.
-				eval[chromedp.Void](t, ctx, recordLabels)
-				n := eval[int](t, ctx, `performance.getEntriesByName('chart-render').length`)
-				do(t, ctx, chromedp.Click(chromedp.CSS(`[data-mode="split"]`)))
-				idle(t, ctx, fmt.Sprintf(`performance.getEntriesByName('chart-render').length === %d`, n+1))
-				texts := eval[[]drawnText](t, ctx, `window.drawnTexts`)
-				dpr := eval[float64](t, ctx, `devicePixelRatio`)
-				// The time axis's labels are centred on their ticks; a line
-				// of them shares a y.
-				lines := map[float64][]drawnText{}
-				for _, d := range texts {
-					if d.Align == "center" {
-						lines[d.Y] = append(lines[d.Y], d)
-					}
-				}
-				if len(lines) == 0 {
-					t.Fatalf("no time axis labels drawn: %v", texts)
-				}
-				closest := math.Inf(1)
-				for y, line := range lines {
-					slices.SortFunc(line, func(a, b drawnText) int { return int(a.Left - b.Left) })
-					var names []string
-					for i, d := range line {
-						names = append(names, d.Text)
-						if i > 0 {
-							gap := (d.Left - line[i-1].Right) / dpr
-							closest = min(closest, gap)
-							if gap < 6 {
-								t.Errorf("the time axis labels %q and %q are %.1f px apart; want at least 6", line[i-1].Text, d.Text, gap)
-							}
+		t.Run(c.name, func(t *testing.T) {
+			ctx := tabFor(t, time.Duration(len(ranges))*time.Minute, c.width, c.height, c.opts...)
+			for _, rng := range ranges {
+				t.Run(rng.name, func(t *testing.T) {
+					do(t, ctx, chromedp.Navigate(fx.base+"/?source="+Checkout+"&"+rng.query))
+					idle(t, ctx, `document.documentElement.dataset.chartRendered`)
+					// Draw again, recording: split, then stacked.
+					eval[chromedp.Void](t, ctx, recordLabels)
+					n := eval[int](t, ctx, `performance.getEntriesByName('chart-render').length`)
+					do(t, ctx, chromedp.Click(chromedp.CSS(`[data-mode="split"]`)))
+					idle(t, ctx, fmt.Sprintf(`performance.getEntriesByName('chart-render').length === %d`, n+1))
+					texts := eval[[]drawnText](t, ctx, `window.drawnTexts`)
+					dpr := eval[float64](t, ctx, `devicePixelRatio`)
+					// The time axis's labels are centred on their ticks; a line
+					// of them shares a y.
+					lines := map[float64][]drawnText{}
+					for _, d := range texts {
+						if d.Align == "center" {
+							lines[d.Y] = append(lines[d.Y], d)
 						}
 					}
-					t.Logf("time axis line at y %.0f: %q", y, names)
-				}
-				t.Logf("the closest two labels are %.1f px apart", closest)
-				screenshot(t, ctx, fmt.Sprintf("time-axis-%s-%s", c.name, rng.name))
-			})
-		}
+					if len(lines) == 0 {
+						t.Fatalf("no time axis labels drawn: %v", texts)
+					}
+					closest := math.Inf(1)
+					for y, line := range lines {
+						slices.SortFunc(line, func(a, b drawnText) int { return int(a.Left - b.Left) })
+						var names []string
+						for i, d := range line {
+							names = append(names, d.Text)
+							if i > 0 {
+								gap := (d.Left - line[i-1].Right) / dpr
+								closest = min(closest, gap)
+								if gap < 6 {
+									t.Errorf("the time axis labels %q and %q are %.1f px apart; want at least 6", line[i-1].Text, d.Text, gap)
+								}
+							}
+						}
+						t.Logf("time axis line at y %.0f: %q", y, names)
+					}
+					t.Logf("the closest two labels are %.1f px apart", closest)
+					screenshot(t, ctx, fmt.Sprintf("time-axis-%s-%s", c.name, rng.name))
+				})
+			}
+		})
 	}
 }
