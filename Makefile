@@ -25,7 +25,7 @@ run: deps java
 ## (its tests drive jsii's Node process, and instrumenting them finds nothing of ours), the
 ## browser tests and the bench harness (PLAIN), and the query and ingest tests named in NORACE, below
 test: deps java fmt
-	$(GO) test -count=1 -trimpath $(TIMEOUT) -run '$(NORACE)' ./internal/ingest ./internal/query ./internal/archive ./internal/counts ./pkg/producer & sims=$$!; \
+	$(GO) test -count=1 -trimpath $(TIMEOUT) -parallel 8 -run '$(NORACE)' ./internal/ingest ./internal/query ./internal/archive ./internal/counts ./pkg/producer & sims=$$!; \
 	( nice $(VET); v=$$?; \
 	  $(GO) test -count=1 -trimpath $(TIMEOUT) $(PLAIN); p=$$?; \
 	  nice $(GO) test -count=1 -trimpath $(TIMEOUT) ./infra/...; i=$$?; \
@@ -41,7 +41,11 @@ test: deps java fmt
 TIMEOUT := -timeout 45m
 
 # The tests without the race detector run beside the race run: NORACE's
-# from the start (the ingest package's simulations are the longest path),
+# from the start (the ingest package's simulations are the longest path,
+# and -parallel 8 starts them all at once, so that the longest, the ramp
+# on quarter-nominal keys, is not left to run last, alone: they run on
+# virtual clocks, so sharing the CPU changes how long they take, never
+# their verdicts),
 # go vet and the CDK app's at a lower priority. vet builds with -trimpath,
 # as the tests do, so on a fresh machine the non-race packages it compiles
 # are theirs too.
