@@ -24,6 +24,7 @@ func hostileText(r *rand.Rand, n int) string {
 	alphabets := [][]string{{"<"}, {"\""}, {"\\"}, {"\x01"}, {"\u2028"}, {"<", "&", "\"", "\\", "\x7f", "é", "😀", "9"}}
 	alpha := alphabets[r.IntN(len(alphabets))]
 	var b strings.Builder
+	b.Grow(n + 4) // the last character may pass n by up to 3 bytes
 	for b.Len() < n {
 		b.WriteString(alpha[r.IntN(len(alpha))])
 	}

@@ -16,14 +16,17 @@ import (
 	"github.com/shardline/shardline/testkit/testddb"
 )
 
-// TestScatterConcurrencyBounded: a 31-day scatter over 64 shards (1,984
-// queries) never has more than the configured requests in flight.
+// TestScatterConcurrencyBounded: a 4-day scatter over 64 shards (256
+// queries, 16 times the bound) never has more than the configured requests
+// in flight. One day's 64 shards already pass the bound when it is not
+// kept (tried: a semaphore 100 times too large let 64 fly at once); the
+// 31 days it read before (1,984 queries) added only DynamoDB Local's work.
 func TestScatterConcurrencyBounded(t *testing.T) {
 	table := testddb.Table(t)
 	client := testddb.Client(t, testddb.Endpoint(t))
 	reg := &shardmap.Registry{Client: client, Table: table, NewDay: catalog.Lister(client, table),
 		Config: shardmap.Config{Shards: bucketing.Counts{Default: 64}, GSIShards: bucketing.Counts{Default: 1}}}
-	from := now.Add(-31 * 24 * time.Hour)
+	from := now.Add(-4 * 24 * time.Hour)
 	for d := from; d.Before(now); d = d.Add(24 * time.Hour) {
 		if _, err := reg.Schedule(context.Background(), bucketing.Stream{Space: bucketing.Events, Source: "wide"}, bucketing.Day(d)); err != nil {
 			t.Fatal(err)
