@@ -352,11 +352,11 @@ func (e *env) store(t *testing.T, evs []ev) {
 			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it.Attrs}})
 		}
 		for len(reqs) > 0 {
-			out, err := c.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{e.table: reqs}})
+			out, err := c.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{e.events: reqs}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			reqs = out.UnprocessedItems[e.table]
+			reqs = out.UnprocessedItems[e.events]
 		}
 	}
 }
