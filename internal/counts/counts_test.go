@@ -48,12 +48,13 @@ type env struct {
 	events string // the events' table, with its stream
 	ingest *ingest.Handler
 	want   map[[2]string]ev // distinct events by (source, id) — each with one time here
+	client *dynamodb.Client // the readers', as a query function container keeps one
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	table := testddb.StreamTable(t)
-	e := &env{table: table, events: table, want: map[[2]string]ev{}}
+	e := &env{table: table, events: table, want: map[[2]string]ev{}, client: testddb.Client(t, testddb.Endpoint(t))}
 	e.ingest = e.container(t)
 	return e
 }
@@ -303,8 +304,9 @@ func TestCountsMatchAReference(t *testing.T) {
 			for i := 0; i < len(all); i += 100 {
 				e.send(t, e.ingest, all[i:min(i+100, len(all))])
 			}
-			c := e.chain(t, testddb.Endpoint(t))
 			recs := e.stream(t)
+			e.countApart(t)
+			c := e.chain(t, testddb.Endpoint(t))
 			link(t, c, recs, 1+rng.IntN(60), 1)
 			link(t, c, recs, 1+rng.IntN(60), 1)
 			e.foldAndRoll(t)
