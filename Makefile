@@ -87,7 +87,11 @@ PLAIN := ./ops/explorer/browsertest ./bench/benchrun
 # detector. The fold's and the roll-up's concurrent requests, and
 # concurrent counter invocations, run under it in the package's other
 # tests (TestLSMExact, TestChainConcurrentInvocations,
-# TestRollupInBoundedSteps).
+# TestRollupInBoundedSteps). Its tests of an answer's series and of the
+# by-type tally's memory are one goroutine's arithmetic, no DynamoDB:
+# 3.3 s under the detector, 0.6 without; a tally and its ranker are one
+# read's own, and reads by type run at once under it in
+# TestRollupInBoundedSteps.
 #
 # The ingest package's largest simulations (overload, ramp, two sources on
 # one partition, quarantine flood, midnight, the fault mixes), and the
@@ -98,7 +102,7 @@ PLAIN := ./ops/explorer/browsertest ./bench/benchrun
 # they measure. The handlers' concurrent paths run under the detector in
 # the package's other tests (the throttled-source simulation, the deadline,
 # redeliveries, new sources set up in parallel).
-NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing|TestShardSpread|TestCoarseClocksAreNotHeat|TestEveryErrorAnswerFitsLambda|TestEveryQueryErrorFitsLambda|TestFilteredPagesAlwaysProgress|TestQuietSourcesShareObjects|TestCountsMatchAReference|TestCounterOverflow|TestDayChartReadUnitsAtMany)$$
+NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing|TestShardSpread|TestCoarseClocksAreNotHeat|TestEveryErrorAnswerFitsLambda|TestEveryQueryErrorFitsLambda|TestFilteredPagesAlwaysProgress|TestQuietSourcesShareObjects|TestCountsMatchAReference|TestCounterOverflow|TestDayChartReadUnitsAtMany|TestSeriesFit|TestTallyByTypeMemory)$$
 
 # go vet as make test runs it, and make vet.
 VET = $(GO) vet -trimpath ./...
