@@ -291,8 +291,8 @@ func TestCountsMatchAReference(t *testing.T) {
 			e := newEnv(t)
 			rng := rand.New(rand.NewPCG(seed, 99))
 			var all []ev
-			for i := range 200 + rng.IntN(300) {
-				x := ev{fmt.Sprintf("src-%d", rng.IntN(3)), fmt.Sprintf("%d-%d", seed, rng.IntN(400)), fmt.Sprintf("k%d", rng.IntN(5)),
+			for i := range 100 + rng.IntN(150) {
+				x := ev{fmt.Sprintf("src-%d", rng.IntN(3)), fmt.Sprintf("%d-%d", seed, rng.IntN(200)), fmt.Sprintf("k%d", rng.IntN(5)),
 					now.Add(-time.Duration(rng.Int64N(int64(10 * 24 * time.Hour))))}
 				if _, ok := e.want[[2]string{x.source, x.id}]; ok {
 					x = e.want[[2]string{x.source, x.id}] // a duplicate: the same event again
