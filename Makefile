@@ -96,7 +96,11 @@ PLAIN := ./ops/explorer/browsertest ./bench/benchrun
 # detector. The fold's and the roll-up's concurrent requests, and
 # concurrent counter invocations, run under it in the package's other
 # tests (TestLSMExact, TestChainConcurrentInvocations,
-# TestRollupInBoundedSteps).
+# TestRollupInBoundedSteps). Its tests of an answer's series and of the
+# by-type tally's memory are one goroutine's arithmetic, no DynamoDB:
+# 3.3 s under the detector, 0.6 without; a tally and its ranker are one
+# read's own, and reads by type run at once under it in
+# TestRollupInBoundedSteps.
 #
 # The producer's two payload-limit tests are one writer too: a 5.5 MB
 # body of 1,000 escaped events sent through the local server
@@ -118,7 +122,7 @@ PLAIN := ./ops/explorer/browsertest ./bench/benchrun
 # they measure. The handlers' concurrent paths run under the detector in
 # the package's other tests (the throttled-source simulation, the deadline,
 # redeliveries, new sources set up in parallel).
-NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestAdaptiveShardingUnderARampOnQuarterKeys|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing|TestShardSpread|TestCoarseClocksAreNotHeat|TestEveryErrorAnswerFitsLambda|TestEveryQueryErrorFitsLambda|TestFilteredPagesAlwaysProgress|TestQuietSourcesShareObjects|TestCountsMatchAReference|TestCounterOverflow|TestDayChartReadUnitsAtMany|TestHTTPLambdaPayload|TestKinesisBatchLimits|TestDaysWithoutCopiesReadWhole|TestQuarantineLargeBodyDoesNotBlockTheListing)$$
+NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestAdaptiveShardingUnderARampOnQuarterKeys|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing|TestShardSpread|TestCoarseClocksAreNotHeat|TestEveryErrorAnswerFitsLambda|TestEveryQueryErrorFitsLambda|TestFilteredPagesAlwaysProgress|TestQuietSourcesShareObjects|TestCountsMatchAReference|TestCounterOverflow|TestDayChartReadUnitsAtMany|TestHTTPLambdaPayload|TestKinesisBatchLimits|TestDaysWithoutCopiesReadWhole|TestQuarantineLargeBodyDoesNotBlockTheListing|TestSeriesFit|TestTallyByTypeMemory)$$
 
 # go vet as make test runs it, and make vet.
 VET = $(GO) vet -trimpath ./...

@@ -44,21 +44,36 @@ func (e ev) json() []byte {
 }
 
 type env struct {
-	table  string
+	table  string // the counters' table: the events', unless countApart moved them
+	events string // the events' table, with its stream
 	ingest *ingest.Handler
 	want   map[[2]string]ev // distinct events by (source, id) — each with one time here
+	client *dynamodb.Client // the readers', as a query function container keeps one
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{table: testddb.StreamTable(t), want: map[[2]string]ev{}}
+	table := testddb.StreamTable(t)
+	e := &env{table: table, events: table, want: map[[2]string]ev{}, client: testddb.Client(t, testddb.Endpoint(t))}
 	e.ingest = e.container(t)
 	return e
 }
 
+// countApart moves the counts, from now on, to a new table without a
+// stream, for a test that has read every stream record it feeds the
+// counters before any counter wrote: what the counters write there,
+// links, packs and L2 items, is read back from the table alone, so no
+// stream record is kept of it (DynamoDB Local keeps a stream's records
+// after its table is gone, and every later write in the test binary pays
+// for them: testddb.Table). The events stay in e.events.
+func (e *env) countApart(t *testing.T) {
+	t.Helper()
+	e.table = testddb.Table(t)
+}
+
 // container is another ingest function instance on the same table.
 func (e *env) container(t *testing.T) *ingest.Handler {
-	return ingest.New(ingest.DefaultConfig(e.table), testddb.Client(t, testddb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
+	return ingest.New(ingest.DefaultConfig(e.events), testddb.Client(t, testddb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
 }
 
 // send writes evs as one Kinesis batch through h, raw lines among them.
@@ -83,7 +98,7 @@ func (e *env) send(t *testing.T, h *ingest.Handler, evs []ev, raw ...string) {
 func (e *env) stream(t *testing.T) map[string][]events.DynamoDBEventRecord {
 	t.Helper()
 	c := testddb.Client(t, testddb.Endpoint(t))
-	arn, err := ddbstreams.StreamARN(context.Background(), c, e.table)
+	arn, err := ddbstreams.StreamARN(context.Background(), c, e.events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +291,8 @@ func TestCountsMatchAReference(t *testing.T) {
 			e := newEnv(t)
 			rng := rand.New(rand.NewPCG(seed, 99))
 			var all []ev
-			for i := range 200 + rng.IntN(300) {
-				x := ev{fmt.Sprintf("src-%d", rng.IntN(3)), fmt.Sprintf("%d-%d", seed, rng.IntN(400)), fmt.Sprintf("k%d", rng.IntN(5)),
+			for i := range 100 + rng.IntN(150) {
+				x := ev{fmt.Sprintf("src-%d", rng.IntN(3)), fmt.Sprintf("%d-%d", seed, rng.IntN(200)), fmt.Sprintf("k%d", rng.IntN(5)),
 					now.Add(-time.Duration(rng.Int64N(int64(10 * 24 * time.Hour))))}
 				if _, ok := e.want[[2]string{x.source, x.id}]; ok {
 					x = e.want[[2]string{x.source, x.id}] // a duplicate: the same event again
@@ -289,8 +304,9 @@ func TestCountsMatchAReference(t *testing.T) {
 			for i := 0; i < len(all); i += 100 {
 				e.send(t, e.ingest, all[i:min(i+100, len(all))])
 			}
-			c := e.chain(t, testddb.Endpoint(t))
 			recs := e.stream(t)
+			e.countApart(t)
+			c := e.chain(t, testddb.Endpoint(t))
 			link(t, c, recs, 1+rng.IntN(60), 1)
 			link(t, c, recs, 1+rng.IntN(60), 1)
 			e.foldAndRoll(t)

@@ -20,8 +20,8 @@ import (
 // virtual clock two minutes into the hour: it folds the links, rolls the
 // hours that ended up, says so in its metrics, and the counts read exact.
 func TestFoldFunction(t *testing.T) {
-	e := newEnv(t)
-	link(t, e.chain(t, testddb.Endpoint(t)), mixed(t, e), 50, 1)
+	e, recs := sharedMixed(t)
+	link(t, e.chain(t, testddb.Endpoint(t)), recs, 50, 1)
 	env := map[string]string{counts.EnvTable: e.table, counts.EnvBuckets: "4"}
 	cfg, err := counts.FoldConfigFromEnv(func(k string) string { return env[k] })
 	if err != nil || cfg.Buckets != 4 {

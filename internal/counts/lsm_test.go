@@ -152,8 +152,7 @@ func TestLSMFoldAndRollupStoppedHalfway(t *testing.T) {
 // release): the chain's first batch leaves out what the counter counted.
 // The read sums both, and L2's hour items beside the ten-minute items.
 func TestLSMReadsThePerSourceCounter(t *testing.T) {
-	e := newEnv(t)
-	recs := mixed(t, e)
+	e, recs := sharedMixed(t)
 	early, late := map[string][]events.DynamoDBEventRecord{}, map[string][]events.DynamoDBEventRecord{}
 	for shard, rs := range recs {
 		early[shard], late[shard] = rs[:len(rs)/2], rs[len(rs)/2-20:]
@@ -209,8 +208,7 @@ func TestLSMTypesCap(t *testing.T) {
 // linked yet; at :20 and :40 there is), and the one from 12:02:00 rolls
 // the hour before up, once. The counts read exact at the end.
 func TestLSMMinute(t *testing.T) {
-	e := newEnv(t)
-	recs := mixed(t, e)
+	e, recs := sharedMixed(t)
 	shards := shardsOf(recs)
 	simtime.Run(t, now.Add(time.Minute), func(t *testing.T, clock *simtime.Clock) {
 		client := clock.Client(testddb.Endpoint(t), 5*time.Millisecond)

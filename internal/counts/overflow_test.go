@@ -148,7 +148,7 @@ const testBuckets = 4
 
 // readLevels reads r from every level, as the query function does.
 func (e *env) readLevels(t *testing.T, r counts.Request) (counts.Response, error) {
-	return counts.ReadLevels(context.Background(), testddb.Client(t, testddb.Endpoint(t)), e.table, testBuckets, r)
+	return counts.ReadLevels(context.Background(), e.client, e.table, testBuckets, r)
 }
 
 // invokeOnce delivers every shard's records to f in batches of n, each
