@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/cloudevent"
 	"github.com/shardline/shardline/internal/schema"
@@ -53,9 +54,16 @@ func shardRecords(n int) ([]events.KinesisEventRecord, map[[2]string]bool, int) 
 // quarantined record once, nothing else.
 func (e *env) assertExactlyOnce(t *testing.T, want map[[2]string]bool, quarantined int) {
 	t.Helper()
+	exactlyOnce(t, e.scan(t), want, quarantined)
+}
+
+// exactlyOnce is assertExactlyOnce of items, every item of the table, for
+// a test that reads them for more checks than that one.
+func exactlyOnce(t *testing.T, items []map[string]types.AttributeValue, want map[[2]string]bool, quarantined int) {
+	t.Helper()
 	seen := map[[2]string]int{}
 	q := 0
-	for _, it := range e.scan(t) {
+	for _, it := range items {
 		switch pk := s(it, schema.PK); pk[0] {
 		case 'E':
 			ev := storedEvent(t, it)

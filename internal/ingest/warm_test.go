@@ -13,12 +13,18 @@ import (
 // over it is a fatal error (not a recoverable panic) that takes the
 // container down. Run under -race it also catches the unsynchronised access
 // before it turns fatal.
+//
+// Four invocations: the first sets the 200 pairs up, the other three find
+// them in the warm cache. The detector needs no more: with the lookups
+// writing the map the loop ranges over (the bug, put back by hand), one
+// invocation fails under -race; without -race, 60 invocations did not crash
+// either, so more batches bought nothing but writes.
 func TestWarmHandlerManySources(t *testing.T) {
 	e := newEnv(t, false, nil)
 	const (
 		sources     = 40
 		days        = 5 // 200 (source, day) pairs per batch
-		invocations = 60
+		invocations = 4
 	)
 	want := map[[2]string]bool{}
 	for inv := range invocations {
