@@ -71,7 +71,7 @@ func (e *env) countApart(t *testing.T) {
 	e.table = testddb.Table(t)
 }
 
-// container is another ingest function instance on the same table.
+// container is another ingest function instance on the events' table.
 func (e *env) container(t *testing.T) *ingest.Handler {
 	return ingest.New(ingest.DefaultConfig(e.events), testddb.Client(t, testddb.Endpoint(t)), ingest.Options{Now: func() time.Time { return now }})
 }
@@ -94,7 +94,7 @@ func (e *env) send(t *testing.T, h *ingest.Handler, evs []ev, raw ...string) {
 	}
 }
 
-// stream reads the table's whole stream.
+// stream reads the whole stream of the events' table.
 func (e *env) stream(t *testing.T) map[string][]events.DynamoDBEventRecord {
 	t.Helper()
 	c := testddb.Client(t, testddb.Endpoint(t))
