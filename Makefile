@@ -115,8 +115,8 @@ PLAIN := ./ops/explorer/browsertest ./bench/benchrun
 #
 # The ingest package's largest simulations (overload, the two ramps, two
 # sources on one partition, quarantine flood, midnight, the fault mixes), and the
-# 20,000 events of TestShardSpread (77 s under the detector), run without
-# it too: they push 200,000 events through the real handlers, whose
+# 8,000 events of TestShardSpread (20,000 took 77 s under it), run without
+# it too: they push 190,000 events through the real handlers, whose
 # per-event work the detector multiplies (the package took 6 minutes under
 # it), and they run on a virtual clock, so a slower run changes nothing
 # they measure. The handlers' concurrent paths run under the detector in

@@ -156,6 +156,7 @@ var nastyAlphabets = [][]string{{"<"}, {"\""}, {"\\"}, {"\x01", "\x1f"}, {"\u008
 func nasty(r *rand.Rand, n int) string {
 	alpha := nastyAlphabets[r.IntN(len(nastyAlphabets))]
 	var b strings.Builder
+	b.Grow(n + 4) // the last character may take 4 bytes past n
 	for b.Len() < n {
 		b.WriteString(alpha[r.IntN(len(alpha))])
 	}

@@ -129,14 +129,21 @@ func TestAwkwardSourcesAndIDs(t *testing.T) {
 	}
 }
 
-// TestShardSpread: 20,000 events of one source in one day spread evenly over
-// the source's shards.
+// TestShardSpread: 8,000 events of one source in one day spread evenly over
+// the source's shards: at most 15 % over the mean on any of 16. The ids and
+// the hash are fixed, so the spread is too: 1.056 of the mean (1.042 with
+// the 20,000 events the test had). Without Hash's finaliser (plain FNV-1a)
+// the test fails at 8,000 as at 20,000: the events land on 14 of the 16
+// shards, 1.75 of the mean on the fullest (1.36 at 20,000).
 func TestShardSpread(t *testing.T) {
-	const shards = 16
+	const (
+		shards = 16
+		sent   = 8000
+	)
 	e := newEnv(t, false, func(c *Config) { c.Shards.Overrides = map[string]int{"hot-source": shards} })
 	var payloads [][]byte
 	day := fixtureNow.Truncate(24 * time.Hour)
-	for i := range 20000 {
+	for i := range sent {
 		payloads = append(payloads, eventJSON("hot-source", fmt.Sprintf("r-%d", i), day.Add(time.Duration(i)*2*time.Second)))
 	}
 	resp, err := e.h.Kinesis(invocation(t), kinesisBatch(payloads...))
@@ -156,9 +163,9 @@ func TestShardSpread(t *testing.T) {
 		total += n
 	}
 	mean := float64(total) / float64(len(perPK))
-	t.Logf("20000 events over %d shards: max %d, mean %.0f, max/mean %.3f", shards, maxN, mean, float64(maxN)/mean)
-	if total != 20000 || float64(maxN)/mean > 1.15 {
-		t.Fatalf("total %d, max/mean %.3f (want 20000 and at most 1.15)", total, float64(maxN)/mean)
+	t.Logf("%d events over %d shards: max %d, mean %.0f, max/mean %.3f", sent, shards, maxN, mean, float64(maxN)/mean)
+	if total != sent || float64(maxN)/mean > 1.15 {
+		t.Fatalf("total %d, max/mean %.3f (want %d and at most 1.15)", total, float64(maxN)/mean, sent)
 	}
 }
 
