@@ -93,8 +93,13 @@ func (e *env) scan(t *testing.T) []map[string]types.AttributeValue {
 
 // itemsIn returns the items whose partition key starts with prefix.
 func (e *env) itemsIn(t *testing.T, prefix string) []map[string]types.AttributeValue {
+	return withPrefix(e.scan(t), prefix)
+}
+
+// withPrefix is the items of items whose partition key begins with prefix.
+func withPrefix(items []map[string]types.AttributeValue, prefix string) []map[string]types.AttributeValue {
 	var out []map[string]types.AttributeValue
-	for _, it := range e.scan(t) {
+	for _, it := range items {
 		if strings.HasPrefix(s(it, schema.PK), prefix) {
 			out = append(out, it)
 		}

@@ -91,10 +91,7 @@ func (e *env) assertKPL(t *testing.T, w *kplWant, arrival time.Time) {
 	t.Helper()
 	items := e.scan(t) // once for the three checks, not once each
 	exactlyOnce(t, items, w.events, len(w.quarantined))
-	for _, it := range items {
-		if !strings.HasPrefix(s(it, schema.PK), "E#") {
-			continue
-		}
+	for _, it := range withPrefix(items, "E#") {
 		ev := storedEvent(t, it)
 		if w.stamped[ev["id"].(string)] {
 			if got := ev["time"]; got != arrival.Format(time.RFC3339Nano) {
@@ -102,10 +99,7 @@ func (e *env) assertKPL(t *testing.T, w *kplWant, arrival time.Time) {
 			}
 		}
 	}
-	for _, it := range items {
-		if !strings.HasPrefix(s(it, schema.PK), "Q#") {
-			continue
-		}
+	for _, it := range withPrefix(items, "Q#") {
 		o := item.OriginOf(it)
 		want, ok := w.quarantined[originName(o)]
 		raw, _, _ := item.RawOf(it)
