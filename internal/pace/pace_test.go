@@ -143,6 +143,37 @@ func TestAPacedKeyGoesAtItsRate(t *testing.T) {
 	}
 }
 
+// TestAHeldKeyIsWrittenBurstAtATime: a writer with a backlog on a paced
+// key waits, when everything is held, until the key has saved Burst's
+// worth, and is then let send that much at once: not one item as soon as
+// the key has one token, which is the same pace in five times the requests
+// here (and a request an item on a key of a few write units a second).
+func TestAHeldKeyIsWrittenBurstAtATime(t *testing.T) {
+	c := newClock()
+	p := &Pacer{KeyWCU: 100, Now: c.now}
+	p.Throttled(c.now(), keysOf("hot", "", 1), []bool{true})
+	rate, _ := p.Rate(false, "hot") // First of 100: 25 a second
+	for range 3 {
+		if ok, _ := p.Admit(keysOf("hot", "", 50), ones(50)); count(ok) != 0 {
+			break
+		}
+	}
+	for round := range 5 {
+		ok, wait := p.Admit(keysOf("hot", "", 50), ones(50))
+		if count(ok) != 0 {
+			t.Fatalf("round %d: %d admitted with no tokens left", round, count(ok))
+		}
+		if lo := time.Duration(float64(Burst) * 0.9); wait < lo {
+			t.Fatalf("round %d: wait %v for a key of %.0f a second, want about Burst (%v): the key would be written an item at a time", round, wait, rate, Burst)
+		}
+		c.add(wait)
+		ok, _ = p.Admit(keysOf("hot", "", 50), ones(50))
+		if want := int(rate * Burst.Seconds()); count(ok) < want {
+			t.Fatalf("round %d: %d admitted after the wait, want Burst's worth, %d", round, count(ok), want)
+		}
+	}
+}
+
 // TestWritersSharingAKeyFindItsCeiling: four writers with a backlog on one
 // key, each pacing on its own, as four Lambda containers do. Once past
 // their first second, when each starts at First of the nominal figure,
