@@ -365,12 +365,18 @@ func (p *Proxy) partial(w http.ResponseWriter, r *http.Request, body []byte, hol
 		return
 	}
 	newBody, _ := json.Marshal(fwd)
-	p.forward(w, r, newBody, func(b []byte) []byte {
+	p.forwardAdding(w, r, newBody, "UnprocessedItems", unprocessed)
+}
+
+// forwardAdding forwards body and sets field of the answer to value: the
+// requests a Hold held, as UnprocessedItems or UnprocessedKeys.
+func (p *Proxy) forwardAdding(w http.ResponseWriter, r *http.Request, body []byte, field string, value json.RawMessage) {
+	p.forward(w, r, body, func(b []byte) []byte {
 		var out map[string]json.RawMessage
 		if json.Unmarshal(b, &out) != nil {
 			return b
 		}
-		out["UnprocessedItems"] = unprocessed
+		out[field] = value
 		b2, _ := json.Marshal(out)
 		return b2
 	})

@@ -67,15 +67,7 @@ func (p *Proxy) unprocessed(w http.ResponseWriter, r *http.Request, body []byte,
 	}
 	in["RequestItems"], _ = json.Marshal(fwd)
 	newBody, _ := json.Marshal(in)
-	p.forward(w, r, newBody, func(b []byte) []byte {
-		var out map[string]json.RawMessage
-		if json.Unmarshal(b, &out) != nil {
-			return b
-		}
-		out["UnprocessedKeys"] = unprocessed
-		b2, _ := json.Marshal(out)
-		return b2
-	})
+	p.forwardAdding(w, r, newBody, "UnprocessedKeys", unprocessed)
 }
 
 // withKeys is a table's KeysAndAttributes ka with keys in place of its own.
