@@ -288,6 +288,11 @@ func (s *splitClient) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o 
 	return s.book.GetItem(ctx, in, o...)
 }
 
+// BatchGetItem goes to the ledger.
+func (s *splitClient) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return s.book.BatchGetItem(ctx, in, o...)
+}
+
 // Query goes to the ledger.
 func (s *splitClient) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	return s.book.Query(ctx, in, o...)
