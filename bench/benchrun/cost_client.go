@@ -184,8 +184,11 @@ func (l *ledger) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*
 	return out, err
 }
 
-// BatchGetItem forwards the reads and prices each item read: the counter's
-// switch-over guard reads the per-source counter's watermarks this way.
+// BatchGetItem forwards the reads and prices each key read, as DynamoDB
+// bills a BatchGetItem: each key as a GetItem of it, an item not found at
+// the minimum, a key left unprocessed not at all. The counter's switch-over
+// guard reads the per-source counter's watermarks this way, ingest its
+// batches' first-of-day shard records and hour indexes.
 func (l *ledger) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	out, err := l.c.BatchGetItem(ctx, in, o...)
 	if err != nil {
@@ -193,13 +196,25 @@ func (l *ledger) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInpu
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for table, items := range out.Responses {
-		consistent := aws.ToBool(in.RequestItems[table].ConsistentRead)
-		for _, it := range items {
+	for table, ka := range in.RequestItems {
+		found := map[[2]string]int{}
+		for _, it := range out.Responses[table] {
 			pk, sk := keyOf(it)
+			found[[2]string{pk, sk}] = item.Bytes(it)
+		}
+		left := map[[2]string]bool{}
+		for _, k := range out.UnprocessedKeys[table].Keys {
+			pk, sk := keyOf(k)
+			left[[2]string{pk, sk}] = true
+		}
+		for _, k := range ka.Keys {
+			pk, sk := keyOf(k)
+			if left[[2]string{pk, sk}] {
+				continue
+			}
 			t := &l.kinds[kindOf(pk, sk)]
 			t.Reads++
-			t.RRU += readUnits(item.Bytes(it), consistent)
+			t.RRU += readUnits(found[[2]string{pk, sk}], aws.ToBool(ka.ConsistentRead))
 		}
 	}
 	return out, err
@@ -286,6 +301,11 @@ func (s *splitClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInp
 // GetItem goes to the ledger.
 func (s *splitClient) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return s.book.GetItem(ctx, in, o...)
+}
+
+// BatchGetItem goes to the ledger.
+func (s *splitClient) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return s.book.BatchGetItem(ctx, in, o...)
 }
 
 // Query goes to the ledger.

@@ -74,6 +74,12 @@ func (c *counting) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	return out, nil
 }
 
+// BatchGetItem counts the call.
+func (c *counting) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	c.add()
+	return c.c.BatchGetItem(ctx, in, o...)
+}
+
 // GetItem counts the call.
 func (c *counting) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	c.add()

@@ -80,6 +80,7 @@ that begin as shown (grant them with dynamodb:LeadingKeys):
     dynamodb:UpdateItem      Q# (the marks), M# (hour indexes)
     dynamodb:BatchWriteItem  E# (events)
     dynamodb:GetItem         M# (shard records)
+    dynamodb:BatchGetItem    M# (shard records)
     dynamodb:PutItem         M# (shard records), S# (the sources catalogue)
 
 The stack's functions are not granted this: replay is an operator's

@@ -93,7 +93,7 @@ a bucket, the keys that match:
     dynamodb:PutItem         M# (shard records), S# (the sources catalogue), C# (counters)
     dynamodb:UpdateItem      M# (hour indexes), C# (counters)
     dynamodb:Query           C# (counters)
-    dynamodb:BatchGetItem    C# (counters)
+    dynamodb:BatchGetItem    M# (shard records), C# (counters)
     s3:PutObject             events/* in the ArchiveBucket bucket (with --archive-bucket)
 
 The stack's functions are not granted this: redrive is an operator's

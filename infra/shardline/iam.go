@@ -55,10 +55,12 @@ func (pl *Pipeline) ingestGrants() {
 		Conditions: leadingKeys("E#*", "Q#*"),
 	}))
 	// PutItem may overwrite a shard record but not delete one; UpdateItem
-	// adds hours to a day's hour index, beside it.
+	// adds hours to a day's hour index, beside it. A batch's new sources
+	// read their records and the previous days' hour indexes in bulk
+	// (BatchGetItem), the others one at a time (GetItem).
 	pl.Ingest.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("ShardRecords"),
-		Actions:    jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		Actions:    jsii.Strings("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		Resources:  &[]*string{pl.Table.TableArn()},
 		Conditions: leadingKeys("M#*"),
 	}))

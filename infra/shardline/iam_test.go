@@ -88,6 +88,8 @@ func TestDeleteRightsAreExactlyTheseOnes(t *testing.T) {
 		{"Ingest", request{"write or delete a quarantined record", "dynamodb:BatchWriteItem", q}, true},
 		{"Ingest", request{"delete a shard record in a batch", "dynamodb:BatchWriteItem", meta}, false},
 		{"Ingest", request{"overwrite a shard record", "dynamodb:PutItem", meta}, true},
+		{"Ingest", request{"read shard records in bulk", "dynamodb:BatchGetItem", meta}, true},
+		{"Ingest", request{"read events in bulk", "dynamodb:BatchGetItem", ev}, false},
 		{"Ingest", request{"overwrite an event one at a time", "dynamodb:PutItem", ev}, false},
 		{"Ingest", request{"delete a shard record", "dynamodb:DeleteItem", meta}, false},
 		{"Ingest", request{"delete an event", "dynamodb:DeleteItem", ev}, false},

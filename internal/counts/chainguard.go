@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/batchget"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -28,9 +29,9 @@ func (c *Chain) notCountedBefore(ctx context.Context, shardID string, recs []rec
 	sid := ShortID(shardID, ShardIDBytes)
 	groups := group(recs)
 	marks := map[itemKey]string{}
-	for i := 0; i < len(groups); i += batchGetKeys {
+	for i := 0; i < len(groups); i += batchget.MaxKeys {
 		var keys []map[string]types.AttributeValue
-		for _, g := range groups[i:min(i+batchGetKeys, len(groups))] {
+		for _, g := range groups[i:min(i+batchget.MaxKeys, len(groups))] {
 			keys = append(keys, key(bucketing.CounterPK(g.source), g.slice))
 		}
 		if err := c.readMarks(ctx, sid, keys, marks); err != nil {
@@ -49,24 +50,16 @@ func (c *Chain) notCountedBefore(ctx context.Context, shardID string, recs []rec
 	return out, nil
 }
 
-// batchGetKeys is the most keys one BatchGetItem takes.
-const batchGetKeys = 100
-
-// maxUnprocessed bounds the BatchGetItem rounds for keys DynamoDB left
-// unprocessed.
-const maxUnprocessed = 10
+// unprocessedRounds reads again, a little later each time, the keys
+// DynamoDB left unprocessed: ten BatchGetItem rounds at most.
+var unprocessedRounds = batchget.Rounds{
+	Pause: func(n int) time.Duration { return time.Duration(n-1) * 50 * time.Millisecond },
+	Most:  10,
+}
 
 // readMarks reads watermark sid of the counter items keys into marks.
 func (c *Chain) readMarks(ctx context.Context, sid string, keys []map[string]types.AttributeValue, marks map[itemKey]string) error {
-	for round := 0; len(keys) > 0; round++ {
-		if round == maxUnprocessed {
-			return fmt.Errorf("%d keys left unprocessed after %d rounds", len(keys), round)
-		}
-		if round > 0 {
-			if err := sleepUntil(ctx, time.Now, time.Now().Add(time.Duration(round)*50*time.Millisecond)); err != nil {
-				return err
-			}
-		}
+	_, err := unprocessedRounds.Read(ctx, keys, func(ctx context.Context, keys []batchget.Key) ([]batchget.Key, error) {
 		out, err := c.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{c.Table: {
 			Keys:                     keys,
 			ConsistentRead:           aws.Bool(true),
@@ -74,26 +67,34 @@ func (c *Chain) readMarks(ctx context.Context, sid string, keys []map[string]typ
 			ExpressionAttributeNames: map[string]string{"#pk": schema.PK, "#sk": schema.SK, "#w": MarkPrefix + sid},
 		}}})
 		if err != nil {
+			return nil, err
+		}
+		if err := takeMarks(sid, out.Responses[c.Table], marks); err != nil {
+			return nil, err
+		}
+		return out.UnprocessedKeys[c.Table].Keys, nil
+	})
+	return err
+}
+
+// takeMarks puts watermark sid of the counter items items into marks.
+func takeMarks(sid string, items []map[string]types.AttributeValue, marks map[itemKey]string) error {
+	for _, it := range items {
+		pk, _ := it[schema.PK].(*types.AttributeValueMemberS)
+		sk, _ := it[schema.SK].(*types.AttributeValueMemberS)
+		w, _ := it[MarkPrefix+sid].(*types.AttributeValueMemberN)
+		if pk == nil || sk == nil || w == nil {
+			continue
+		}
+		source, err := bucketing.ParseCounterPK(pk.Value)
+		if err != nil {
 			return err
 		}
-		for _, it := range out.Responses[c.Table] {
-			pk, _ := it[schema.PK].(*types.AttributeValueMemberS)
-			sk, _ := it[schema.SK].(*types.AttributeValueMemberS)
-			w, _ := it[MarkPrefix+sid].(*types.AttributeValueMemberN)
-			if pk == nil || sk == nil || w == nil {
-				continue
-			}
-			source, err := bucketing.ParseCounterPK(pk.Value)
-			if err != nil {
-				return err
-			}
-			m, err := CanonicalSeq(w.Value)
-			if err != nil {
-				return fmt.Errorf("counter %s %s: %w", source, sk.Value, err)
-			}
-			marks[itemKey{source, sk.Value}] = m
+		m, err := CanonicalSeq(w.Value)
+		if err != nil {
+			return fmt.Errorf("counter %s %s: %w", source, sk.Value, err)
 		}
-		keys = out.UnprocessedKeys[c.Table].Keys
+		marks[itemKey{source, sk.Value}] = m
 	}
 	return nil
 }

@@ -23,6 +23,10 @@ func (nullStore) BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, 
 	return &dynamodb.BatchWriteItemOutput{}, nil
 }
 
+func (nullStore) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return &dynamodb.BatchGetItemOutput{}, nil
+}
+
 func (nullStore) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return &dynamodb.GetItemOutput{}, nil
 }

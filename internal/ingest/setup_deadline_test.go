@@ -145,8 +145,8 @@ func TestSlowSetupStoresWhatIsSetUp(t *testing.T) {
 		if c, r := writes.catalogue.Load(), writes.records.Load(); c != int64(len(streams)) || r != int64(len(streams)) {
 			t.Fatalf("%d catalogue entries and %d shard records written for %d (source, day)s: want each once", c, r, len(streams))
 		}
-		t.Logf("%d redeliveries finished the batch; %v of the clock in all; %d GetItem, %d PutItem, %d UpdateItem, %d BatchWriteItem",
-			res.Invocations, clk.Now().Sub(fixtureNow), e.proxy.Count("GetItem"), e.proxy.Count("PutItem"), e.proxy.Count("UpdateItem"), e.proxy.Count("BatchWriteItem"))
+		t.Logf("%d redeliveries finished the batch; %v of the clock in all; %d GetItem, %d BatchGetItem, %d PutItem, %d UpdateItem, %d BatchWriteItem",
+			res.Invocations, clk.Now().Sub(fixtureNow), e.proxy.Count("GetItem"), e.proxy.Count("BatchGetItem"), e.proxy.Count("PutItem"), e.proxy.Count("UpdateItem"), e.proxy.Count("BatchWriteItem"))
 	})
 }
 

@@ -2,7 +2,10 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/pkg/bucketing"
+	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/simtime"
 	"github.com/shardline/shardline/testkit/testddb"
 )
@@ -37,6 +41,7 @@ type traced struct {
 
 	mu    sync.Mutex
 	calls []call
+	bulk  int // BatchGetItem requests; calls has one a key read
 }
 
 func (c *traced) record(op string, key map[string]types.AttributeValue, start time.Time) {
@@ -72,6 +77,22 @@ func (c *traced) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItem
 	start := c.wait()
 	defer c.record("BatchWriteItem", nil, start)
 	return c.c.BatchWriteItem(ctx, in, o...)
+}
+
+func (c *traced) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	start := c.wait()
+	defer func() {
+		// One call a source read, all sharing the request's time.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.bulk++
+		for _, ka := range in.RequestItems {
+			for _, k := range ka.Keys {
+				c.calls = append(c.calls, call{op: "BatchGetItem", source: sourceOf(k), start: start, end: time.Now()})
+			}
+		}
+	}()
+	return c.c.BatchGetItem(ctx, in, o...)
 }
 
 func (c *traced) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
@@ -111,10 +132,10 @@ func chain(calls []call) int {
 }
 
 // TestNewSourcesSetUpInParallel: the first batch of a day from sources
-// that wrote yesterday, as at midnight. Each new (source, day) costs seven
-// small requests of which at most three wait for one another (the reads,
-// the catalogue entry, the shard record; the hour index's read and mark
-// beside them), the
+// that wrote yesterday, as at midnight. Each new (source, day) costs three
+// keys of the batch's bulk reads and four small requests, of which at most
+// three wait for one another (the bulk reads, the catalogue entry, the
+// shard record; the hour index's read and mark beside the last two), the
 // sources are set up lookups at a time, and every invariant of the order
 // holds: the catalogue entry before the record, and the record and the
 // hour marker before any event.
@@ -158,9 +179,9 @@ func TestNewSourcesSetUpInParallel(t *testing.T) {
 			t.Fatalf("today: %v %v", resp, err)
 		}
 		checkSetUp(t, tc.calls, sources)
-		bookkeeping := 0
+		bookkeeping := tc.bulk
 		for _, c := range tc.calls {
-			if c.op != "BatchWriteItem" {
+			if c.op != "BatchWriteItem" && c.op != "BatchGetItem" {
 				bookkeeping++
 			}
 		}
@@ -169,11 +190,12 @@ func TestNewSourcesSetUpInParallel(t *testing.T) {
 	})
 }
 
-// inFlightOf is inFlight of calls' bookkeeping (all but event writes).
+// inFlightOf is inFlight of calls' own bookkeeping (all but event writes
+// and the bulk reads, which read every source at once).
 func inFlightOf(calls []call) int {
 	var bookkeeping []call
 	for _, c := range calls {
-		if c.op != "BatchWriteItem" {
+		if c.op != "BatchWriteItem" && c.op != "BatchGetItem" {
 			bookkeeping = append(bookkeeping, c)
 		}
 	}
@@ -181,9 +203,9 @@ func inFlightOf(calls []call) int {
 }
 
 // checkSetUp checks the requests of a first batch of the day from new
-// sources: seven for each, at most three waiting on one another, in the
-// order the invariants need, all before the first event write, and up to
-// lookups sources at once.
+// sources: three keys of the bulk reads and four requests for each, at
+// most three waiting on one another, in the order the invariants need, all
+// before the first event write, and up to lookups sources at once.
 func checkSetUp(t *testing.T, calls []call, sources int) {
 	t.Helper()
 	bySource := map[string][]call{}
@@ -217,8 +239,8 @@ func checkSetUp(t *testing.T, calls []call, sources int) {
 				rec = c
 			}
 		}
-		if ops["GetItem"] != 4 || ops["catalogue PutItem"] != 1 || ops["PutItem"] != 1 || ops["UpdateItem"] != 1 {
-			t.Errorf("%s: requests %v, want 4 GetItem (3 for the record, the hour index before its mark), a catalogue PutItem, a PutItem, an UpdateItem", src, ops)
+		if ops["BatchGetItem"] != 3 || ops["GetItem"] != 1 || ops["catalogue PutItem"] != 1 || ops["PutItem"] != 1 || ops["UpdateItem"] != 1 {
+			t.Errorf("%s: requests %v, want 3 keys read in bulk (for the record), a GetItem (the hour index before its mark), a catalogue PutItem, a PutItem, an UpdateItem", src, ops)
 		}
 		if rec.start.Before(catalogue.end) {
 			t.Errorf("%s: the shard record was written before its catalogue entry", src)
@@ -228,7 +250,7 @@ func checkSetUp(t *testing.T, calls []call, sources int) {
 		}
 	}
 	// Sources are set up lookups at a time, not 16 as before.
-	if n := inFlight(bookkeeping); n <= 16 {
+	if n := inFlightOf(bookkeeping); n <= 16 {
 		t.Errorf("at most %d sources were set up at once, want up to %d", n, lookups)
 	}
 }
@@ -261,4 +283,143 @@ func inFlight(calls []call) int {
 		most = max(most, len(open))
 	}
 	return most
+}
+
+// reads counts, through the proxy, the keys the handler reads and how:
+// strongly consistent or not, by GetItem or BatchGetItem.
+type reads struct {
+	mu                           sync.Mutex
+	getConsistent, getEventual   int
+	bulkConsistent, bulkEventual int
+}
+
+func (r *reads) rule(req faultproxy.Request) (*faultproxy.Fault, faultproxy.Hold) {
+	var in struct {
+		ConsistentRead bool
+		RequestItems   map[string]struct {
+			ConsistentRead bool
+			Keys           []json.RawMessage
+		}
+	}
+	if (req.Op != "GetItem" && req.Op != "BatchGetItem") || json.Unmarshal(req.Body, &in) != nil {
+		return nil, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case req.Op == "GetItem" && in.ConsistentRead:
+		r.getConsistent++
+	case req.Op == "GetItem":
+		r.getEventual++
+	}
+	for _, ka := range in.RequestItems {
+		if ka.ConsistentRead {
+			r.bulkConsistent += len(ka.Keys)
+		} else {
+			r.bulkEventual += len(ka.Keys)
+		}
+	}
+	return nil, nil
+}
+
+// opCounts is how many requests of each op the proxy has seen.
+func opCounts(p *faultproxy.Proxy) map[string]int64 {
+	out := map[string]int64{}
+	for _, op := range []string{"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "BatchWriteItem"} {
+		out[op] = p.Count(op)
+	}
+	return out
+}
+
+// since is what each op of now added to before.
+func since(now, before map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for op, n := range now {
+		out[op] = n - before[op]
+	}
+	return out
+}
+
+// newDay is n sources that wrote yesterday (midnight's day before), on a
+// table behind a proxy, as at midnight: today's batches of them, and
+// handlers (containers) on a clock that stands at today's 00:01.
+type newDay struct {
+	table    string
+	proxy    *faultproxy.Proxy
+	midnight time.Time
+	sources  int
+}
+
+// newDayOf writes yesterday's events of sources through a container of
+// its own, and returns them with the proxy's counts as yesterday left them.
+func newDayOf(t *testing.T, sources int) *newDay {
+	t.Helper()
+	d := &newDay{table: testddb.Table(t), midnight: fixtureNow.Truncate(24 * time.Hour), sources: sources}
+	d.proxy = faultproxy.For(t, testddb.Endpoint(t))
+	yesterday := New(DefaultConfig(d.table), testddb.Client(t, d.proxy.URL), Options{Now: func() time.Time { return d.midnight.Add(-time.Hour) }})
+	if resp, err := yesterday.Kinesis(invocation(t), d.batch(d.midnight.Add(-2*time.Hour), "y")); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("yesterday: %v %v", resp, err)
+	}
+	return d
+}
+
+// batch is an event of each source at at, each with id.
+func (d *newDay) batch(at time.Time, id string) events.KinesisEvent {
+	var payloads [][]byte
+	for i := range d.sources {
+		payloads = append(payloads, eventJSON(fmt.Sprintf("svc-%03d#eu", i), id, at))
+	}
+	return kinesisBatch(payloads...)
+}
+
+// handler is a fresh container of today, logging to log (nil: nowhere).
+func (d *newDay) handler(t *testing.T, log io.Writer) *Handler {
+	o := Options{Now: func() time.Time { return d.midnight.Add(time.Minute) }}
+	if log != nil {
+		o.Logger = slog.New(slog.NewJSONHandler(log, nil))
+	}
+	return New(DefaultConfig(d.table), testddb.Client(t, d.proxy.URL), o)
+}
+
+// TestNewSourcesReadInBulk: the first batch of a day from 150 sources that
+// wrote yesterday, as at midnight, in a fresh container. Each source's day
+// record (strongly consistent) and previous day's record and hour index
+// (eventually consistent) are read in BatchGetItem requests of up to 100
+// keys, not in three GetItems a source: 2 + 3 requests for the 450 keys.
+// What a source still reads on its own is its day's hour index before it
+// marks it (one eventually consistent GetItem); it writes its catalogue
+// entry, its record and its mark. Every key is read the way it was
+// before, so the read units are the same: 150 consistent, 300 eventual.
+// A second batch of the same sources costs no read at all (the cache).
+//
+// Before the bulk read: 600 GetItems (450 + 150), no BatchGetItem.
+func TestNewSourcesReadInBulk(t *testing.T) {
+	const sources = 150
+	d := newDayOf(t, sources)
+	var r reads
+	d.proxy.SetRule(r.rule)
+	before := opCounts(d.proxy)
+	h := d.handler(t, nil)
+	if resp, err := h.Kinesis(invocation(t), d.batch(d.midnight, "a")); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("today: %v %v", resp, err)
+	}
+	got := since(opCounts(d.proxy), before)
+	want := map[string]int64{"GetItem": sources, "BatchGetItem": 2 + 3, "PutItem": 2 * sources, "UpdateItem": sources, "BatchWriteItem": got["BatchWriteItem"]}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
+	if r.getConsistent != 0 || r.getEventual != sources || r.bulkConsistent != sources || r.bulkEventual != 2*sources {
+		t.Errorf("keys read: GetItem %d consistent, %d eventually; BatchGetItem %d consistent, %d eventually; want 0, %d, %d, %d",
+			r.getConsistent, r.getEventual, r.bulkConsistent, r.bulkEventual, sources, sources, 2*sources)
+	}
+	t.Logf("%d new sources: %v, %.2f bookkeeping requests a source", sources, got,
+		float64(got["GetItem"]+got["BatchGetItem"]+got["PutItem"]+got["UpdateItem"])/sources)
+
+	before = opCounts(d.proxy)
+	if resp, err := h.Kinesis(invocation(t), d.batch(d.midnight.Add(time.Second), "b")); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("today, again: %v %v", resp, err)
+	}
+	if got := since(opCounts(d.proxy), before); got["GetItem"]+got["BatchGetItem"]+got["PutItem"]+got["UpdateItem"] != 0 {
+		t.Errorf("the same sources again, cached: %v, want no bookkeeping request", got)
+	}
 }

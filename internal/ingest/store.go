@@ -258,15 +258,17 @@ type resolved struct {
 
 // lookups bounds the streams whose schedules one batch looks up at once.
 // A stream new today takes three requests one after another (see
-// shardmap.Registry.Schedule), and a batch of 500 new sources is 500 of
-// them: 64 at a time is eight waves, well under a second on DynamoDB.
+// shardmap.Registry.Schedule), the first of them read ahead for the whole
+// batch (readAhead), and a batch of 500 new sources is 500 of them: 64 at
+// a time is eight waves, well under a second on DynamoDB.
 const lookups = 64
 
-// schedules looks up the schedule of every key, lookups streams at a time.
-// Each lookup writes only its own slot of a slice sized before any starts:
-// with a warm cache the lookups finish while others are still being
-// started, so nothing they write may be shared with the loop that starts
-// them.
+// schedules looks up the schedule of every key, lookups streams at a time,
+// after reading ahead, in bulk, what the lookups would read one by one
+// (readAhead). Each lookup writes only its own slot of a slice sized
+// before any starts: with a warm cache the lookups finish while others are
+// still being started, so nothing they write may be shared with the loop
+// that starts them.
 //
 // For an event stream it also marks, in the day's hour index, the hours the
 // batch writes in (hours[i], the batch's events per UTC hour, for keys[i]),
@@ -287,6 +289,7 @@ func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours [][24]in
 		}
 		byStream[k.stream] = append(byStream[k.stream], i)
 	}
+	ahead := h.readAhead(ctx, keys)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, lookups)
 	for _, st := range streams {
@@ -297,7 +300,7 @@ func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours [][24]in
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			for _, i := range idx {
-				out[i] = h.schedule(ctx, keys[i], hours[i])
+				out[i] = h.schedule(ctx, keys[i], hours[i], ahead[i])
 			}
 		}()
 	}
@@ -305,11 +308,44 @@ func (h *Handler) schedules(ctx context.Context, keys []schedKey, hours [][24]in
 	return out
 }
 
+// readAhead reads in bulk what the lookups of keys would read one by one
+// (shardmap.Registry.ReadAhead: each day's record, and its previous day's
+// where the day may be new, in a BatchGetItem per 100 keys rather than a
+// GetItem a key, at the same read units), but for a day whose previous day
+// is in keys too: the batch marks that day's hours before it creates the
+// next day's record from them (schedules), so the next day reads them
+// then, on its own, as before. A bulk read that fails is logged, and the
+// lookups it missed read on their own: ahead[i] is keys[i]'s, or nothing.
+func (h *Handler) readAhead(ctx context.Context, keys []schedKey) []shardmap.Read {
+	ahead := make([]shardmap.Read, len(keys))
+	inBatch := make(map[schedKey]bool, len(keys))
+	for _, k := range keys {
+		inBatch[k] = true
+	}
+	wants := make([]shardmap.Want, 0, len(keys))
+	at := make([]int, 0, len(keys))
+	for i, k := range keys {
+		if !inBatch[schedKey{k.stream, k.day - 1}] {
+			wants = append(wants, shardmap.Want{Stream: k.stream, Day: k.start().Format(bucketing.DayLayout)})
+			at = append(at, i)
+		}
+	}
+	read, err := h.registry.ReadAhead(ctx, wants)
+	if err != nil {
+		h.log.Warn("first-of-day reads in bulk; the setups they missed read on their own", slog.String("error", err.Error()))
+	}
+	for j, i := range at {
+		ahead[i] = read[j]
+	}
+	return ahead
+}
+
 // schedule sets k up for the batch, two steps at once: its schedule
-// (shardmap.Registry.Schedule, which takes the registry's NewDay, the
-// catalogue entry, before it creates a new day's record) and, for an event
-// stream, the hour marks of its day (mark).
-func (h *Handler) schedule(ctx context.Context, k schedKey, hours [24]int32) resolved {
+// (shardmap.Registry.ScheduleRead, with what readAhead read of it, which
+// takes the registry's NewDay, the catalogue entry, before it creates a
+// new day's record) and, for an event stream, the hour marks of its day
+// (mark).
+func (h *Handler) schedule(ctx context.Context, k schedKey, hours [24]int32, ahead shardmap.Read) resolved {
 	day := k.start().Format(bucketing.DayLayout)
 	var markErr error
 	var wg sync.WaitGroup
@@ -320,7 +356,7 @@ func (h *Handler) schedule(ctx context.Context, k schedKey, hours [24]int32) res
 			markErr = h.mark(ctx, k, day, hours)
 		}()
 	}
-	s, err := h.registry.Schedule(ctx, k.stream, day)
+	s, err := h.registry.ScheduleRead(ctx, k.stream, day, ahead)
 	wg.Wait()
 	if err != nil {
 		return resolved{nil, fmt.Errorf("shard schedule of %s on %s: %w", k.stream.MetaPK(day), day, err)}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/shardline/shardline/internal/batchget"
 	"github.com/shardline/shardline/internal/schema"
 )
 
@@ -21,8 +22,8 @@ import (
 // being deleted anyway. It returns how many of the first rows it filled before an error.
 func (pr *pageReader) fill(ctx context.Context, rows []row) (int, error) {
 	bytes := 0
-	for start := 0; start < len(rows) && bytes <= PageBytes; start += batchGetKeys {
-		chunk := rows[start:min(start+batchGetKeys, len(rows))]
+	for start := 0; start < len(rows) && bytes <= PageBytes; start += batchget.MaxKeys {
+		chunk := rows[start:min(start+batchget.MaxKeys, len(rows))]
 		if err := pr.fillChunk(ctx, chunk); err != nil {
 			return start, err
 		}
@@ -33,7 +34,7 @@ func (pr *pageReader) fill(ctx context.Context, rows []row) (int, error) {
 	return len(rows), nil
 }
 
-// fillChunk fills the rows of chunk (at most batchGetKeys) that lack their
+// fillChunk fills the rows of chunk (at most batchget.MaxKeys) that lack their
 // event.
 func (pr *pageReader) fillChunk(ctx context.Context, chunk []row) error {
 	var keys []map[string]types.AttributeValue

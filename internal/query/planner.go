@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardline/shardline/internal/batchget"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
@@ -179,7 +180,7 @@ func (pl *planner) readAhead(ctx context.Context, starts []time.Time, ahead int)
 	if err := pl.prefetch(ctx, next, pl.p.Consistent); err != nil {
 		return ahead, err
 	}
-	return min(2*ahead, batchGetKeys/2), nil
+	return min(2*ahead, batchget.MaxKeys/2), nil
 }
 
 // count counts d among the days with GSI copies or without, and says

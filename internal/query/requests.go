@@ -11,14 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/shardline/shardline/internal/backoff"
+	"github.com/shardline/shardline/internal/batchget"
 	"github.com/shardline/shardline/internal/schema"
 	"github.com/shardline/shardline/internal/shardmap"
 	"github.com/shardline/shardline/pkg/bucketing"
 )
-
-// batchGetKeys is the most keys one BatchGetItem takes.
-const batchGetKeys = 100
 
 // requests are one page's DynamoDB requests, planner's and reader's alike:
 // at most a bounded number in flight, each counted with the read capacity
@@ -103,29 +100,34 @@ func (q *requests) readDay(ctx context.Context, s bucketing.Stream, day string) 
 
 // batchGet reads the items of keys (any number), by (pk, sk), with only the
 // attributes in project (all when nil), strongly consistent if consistent.
-// It retries the keys DynamoDB leaves unprocessed with a growing pause.
+// It retries the keys DynamoDB leaves unprocessed with a growing pause
+// (unprocessedRounds), for as long as ctx lasts.
 func (q *requests) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, project []string, consistent bool) (map[[2]string]map[string]types.AttributeValue, error) {
 	got := map[[2]string]map[string]types.AttributeValue{}
+	send := func(ctx context.Context, chunk []batchget.Key) ([]batchget.Key, error) {
+		out, err := q.batchGetOnce(ctx, chunk, project, consistent)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range out.Responses[q.table] {
+			got[[2]string{schema.S(it[schema.PK]), schema.S(it[schema.SK])}] = it
+		}
+		return out.UnprocessedKeys[q.table].Keys, nil
+	}
 	for len(keys) > 0 {
-		chunk := keys[:min(len(keys), batchGetKeys)]
+		chunk := keys[:min(len(keys), batchget.MaxKeys)]
 		keys = keys[len(chunk):]
-		for attempt := 0; len(chunk) > 0; attempt++ {
-			if attempt > 0 {
-				if err := backoff.Sleep(ctx, time.Duration(min(attempt, 6))*20*time.Millisecond); err != nil {
-					return nil, err
-				}
-			}
-			out, err := q.batchGetOnce(ctx, chunk, project, consistent)
-			if err != nil {
-				return nil, err
-			}
-			for _, it := range out.Responses[q.table] {
-				got[[2]string{schema.S(it[schema.PK]), schema.S(it[schema.SK])}] = it
-			}
-			chunk = out.UnprocessedKeys[q.table].Keys
+		if _, err := unprocessedRounds.Read(ctx, chunk, send); err != nil {
+			return nil, err
 		}
 	}
 	return got, nil
+}
+
+// unprocessedRounds reads again the keys DynamoDB left unprocessed, 20 ms
+// later the first time, up to 120 ms, until ctx ends.
+var unprocessedRounds = batchget.Rounds{
+	Pause: func(n int) time.Duration { return time.Duration(min(n-1, 6)) * 20 * time.Millisecond },
 }
 
 func (q *requests) batchGetOnce(ctx context.Context, keys []map[string]types.AttributeValue, project []string, consistent bool) (*dynamodb.BatchGetItemOutput, error) {

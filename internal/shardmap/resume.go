@@ -36,6 +36,15 @@ func (r *Registry) resume(key string, now time.Time) progress {
 	return p
 }
 
+// previousKnown says whether an earlier Schedule call of key that did not
+// finish read the previous day (resume would give it back at now).
+func (r *Registry) previousKnown(key string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.progress[key]
+	return ok && now.Sub(p.at) <= resumeFor && p.prev != nil
+}
+
 // leave keeps what a Schedule call of key did, for the next call; a call
 // that finished leaves nothing to resume.
 func (r *Registry) leave(key string, p progress, finished bool) {

@@ -108,6 +108,7 @@ const metaSK = "shards"
 type API interface {
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 // Config is what a writer wants: the counts it is configured with.
@@ -184,26 +185,49 @@ func (r *Registry) now() time.Time {
 // short leaves what it finished (the previous day read, NewDay done) for
 // the next call, which resumes there (progress).
 func (r *Registry) Schedule(ctx context.Context, s bucketing.Stream, day string) (bucketing.Schedule, error) {
+	return r.ScheduleRead(ctx, s, day, Read{})
+}
+
+// ScheduleRead is Schedule with what ReadAhead read of (stream, day): it
+// makes none of the reads ahead holds (on its first turn: a write that
+// loses a race reads the record again), only those it lacks.
+func (r *Registry) ScheduleRead(ctx context.Context, s bucketing.Stream, day string, ahead Read) (bucketing.Schedule, error) {
 	key := s.MetaPK(day)
 	now := r.now()
 	c, seen := r.lastRead(key)
-	if seen && now.Sub(c.at) < CacheFor && r.keepUntil(record{sched: c.sched, expires: c.expires}, day) == c.expires {
+	if r.fresh(c, seen, day, now) {
 		return c.sched, nil
 	}
 	p := r.resume(key, now)
-	sched, err := r.schedule(ctx, s, day, seen, &p, now)
+	if p.prev == nil {
+		p.prev = ahead.prev
+	}
+	sched, err := r.schedule(ctx, s, day, seen, &p, ahead, now)
 	r.leave(key, p, err == nil)
 	return sched, err
 }
 
+// fresh says whether c, what the registry last read of a record of day
+// (seen: it read one), still holds at now: read within CacheFor, and with
+// the expiry this writer gives the day.
+func (r *Registry) fresh(c cached, seen bool, day string, now time.Time) bool {
+	return seen && now.Sub(c.at) < CacheFor && r.keepUntil(record{sched: c.sched, expires: c.expires}, day) == c.expires
+}
+
 // schedule is Schedule past the cache: it reads the record of s on day
-// and writes it as the configuration asks, from where p says an earlier
-// call stopped, and keeps in p what it finishes.
-func (r *Registry) schedule(ctx context.Context, s bucketing.Stream, day string, seen bool, p *progress, now time.Time) (bucketing.Schedule, error) {
+// (but what ahead holds) and writes it as the configuration asks, from
+// where p says an earlier call stopped, and keeps in p what it finishes.
+func (r *Registry) schedule(ctx context.Context, s bucketing.Stream, day string, seen bool, p *progress, ahead Read, now time.Time) (bucketing.Schedule, error) {
 	key := s.MetaPK(day)
 	wantN, wantG := r.Config.want(s)
-	for range 8 { // each turn loses a race to another writer; eight is plenty
-		rec, err := r.readDay(ctx, s, day, !seen && p.prev == nil, &p.prev)
+	for turn := range 8 { // each turn loses a race to another writer; eight is plenty
+		rec, readAt := record{}, now // readAt: when rec was read, at the latest
+		var err error
+		if turn == 0 && ahead.rec != nil {
+			rec, readAt = *ahead.rec, ahead.at
+		} else {
+			rec, err = r.readDay(ctx, s, day, !seen && p.prev == nil, &p.prev)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +266,7 @@ func (r *Registry) schedule(ctx context.Context, s bucketing.Stream, day string,
 		if err != nil {
 			return nil, err
 		}
-		r.remember(key, next, now)
+		r.remember(key, next, readAt)
 		return next.sched, nil
 	}
 	return nil, fmt.Errorf("shard record %s: too many concurrent updates", key)

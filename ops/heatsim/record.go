@@ -36,6 +36,19 @@ func (r records) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func
 	return &dynamodb.GetItemOutput{Item: r[recordKey(in.Key)]}, nil
 }
 
+// BatchGetItem is DynamoDB's, every key processed.
+func (r records) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	out := &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{}}
+	for table, ka := range in.RequestItems {
+		for _, k := range ka.Keys {
+			if it, ok := r[recordKey(k)]; ok {
+				out.Responses[table] = append(out.Responses[table], it)
+			}
+		}
+	}
+	return out, nil
+}
+
 // PutItem is DynamoDB's, without its condition.
 func (r records) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	r[recordKey(in.Item)] = in.Item

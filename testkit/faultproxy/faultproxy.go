@@ -1,9 +1,9 @@
 // Package faultproxy is an HTTP proxy for tests that sits between the real
 // AWS SDK and DynamoDB Local and injects the faults DynamoDB Local cannot
 // produce: throttling and server errors, BatchWriteItem requests that are
-// only partly processed, and eventually consistent BatchGetItem answers that
-// miss an item. The SDK's real retry logic and shardline's own
-// back-off run against it.
+// only partly processed, and BatchGetItem answers that miss an item (as an
+// eventually consistent read may) or leave keys unprocessed. The SDK's real
+// retry logic and shardline's own back-off run against it.
 //
 // It fronts kinesalite the same way (kinesis.go): whole requests answered
 // with a fault in Kinesis's shape, and PutRecords requests whose chosen
@@ -68,13 +68,18 @@ type meter struct {
 	// consumed, when set, is given the answer of the forwarded request,
 	// which the proxy asks to report its consumed capacity per index.
 	consumed func(status int, body []byte)
+	// keysUnprocessed: a BatchGetItem's Hold picks keys to answer
+	// unprocessed (Request.HoldKeysUnprocessed).
+	keysUnprocessed bool
 }
 
 // Rule decides the fate of a request. Returning a Fault answers with it;
 // returning a non-nil Hold forwards only the write requests of a
 // BatchWriteItem it does not hold and answers the held ones as
 // UnprocessedItems, or leaves the items it holds out of an eventually
-// consistent BatchGetItem's answer (stale.go); returning neither forwards
+// consistent BatchGetItem's answer (stale.go), or, when the Rule called
+// Request.HoldKeysUnprocessed, answers the keys it holds as a
+// BatchGetItem's UnprocessedKeys (unprocessed.go); returning neither forwards
 // the request untouched.
 type Rule func(Request) (*Fault, Hold)
 
@@ -208,6 +213,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if hold != nil && op == "BatchWriteItem" {
 		p.partial(w, r, body, hold, m.refuseWhole)
+		return
+	}
+	if hold != nil && op == "BatchGetItem" && m.keysUnprocessed {
+		p.unprocessed(w, r, body, hold)
 		return
 	}
 	if hold != nil && op == "BatchGetItem" {
@@ -356,12 +365,18 @@ func (p *Proxy) partial(w http.ResponseWriter, r *http.Request, body []byte, hol
 		return
 	}
 	newBody, _ := json.Marshal(fwd)
-	p.forward(w, r, newBody, func(b []byte) []byte {
+	p.forwardAdding(w, r, newBody, "UnprocessedItems", unprocessed)
+}
+
+// forwardAdding forwards body and sets field of the answer to value: the
+// requests a Hold held, as UnprocessedItems or UnprocessedKeys.
+func (p *Proxy) forwardAdding(w http.ResponseWriter, r *http.Request, body []byte, field string, value json.RawMessage) {
+	p.forward(w, r, body, func(b []byte) []byte {
 		var out map[string]json.RawMessage
 		if json.Unmarshal(b, &out) != nil {
 			return b
 		}
-		out["UnprocessedItems"] = unprocessed
+		out[field] = value
 		b2, _ := json.Marshal(out)
 		return b2
 	})
