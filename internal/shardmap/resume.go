@@ -28,8 +28,8 @@ const (
 func (r *Registry) resume(key string, now time.Time) progress {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p, ok := r.progress[key]
-	if !ok || now.Sub(p.at) > resumeFor {
+	p, ok := r.unfinished(key, now)
+	if !ok {
 		return progress{at: now}
 	}
 	p.at = now
@@ -41,8 +41,15 @@ func (r *Registry) resume(key string, now time.Time) progress {
 func (r *Registry) previousKnown(key string, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	p, ok := r.unfinished(key, now)
+	return ok && p.prev != nil
+}
+
+// unfinished is what an earlier Schedule call of key left unfinished, when
+// it is recent enough to resume from (resumeFor). The lock is held.
+func (r *Registry) unfinished(key string, now time.Time) (progress, bool) {
 	p, ok := r.progress[key]
-	return ok && now.Sub(p.at) <= resumeFor && p.prev != nil
+	return p, ok && now.Sub(p.at) <= resumeFor
 }
 
 // leave keeps what a Schedule call of key did, for the next call; a call
