@@ -232,13 +232,8 @@ func deliverEvents(ctx context.Context, h *ingest.Handler, evs []json.RawMessage
 // unit per KB of what the GSI projects (Full), at least one.
 func copyUnits(ctx context.Context, client *dynamodb.Client, table, source, day string) (float64, error) {
 	var n, wru int
-	var start map[string]types.AttributeValue
-	for {
-		out, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start})
-		if err != nil {
-			return 0, fmt.Errorf("copies: scan %s: %w", table, err)
-		}
-		for _, it := range out.Items {
+	err := ddblocal.Scan(ctx, client, &dynamodb.ScanInput{TableName: aws.String(table)}, func(items []map[string]types.AttributeValue) error {
+		for _, it := range items {
 			k, err := bucketing.ParsePK(schema.S(it[schema.PK]))
 			if err != nil || k.Space != bucketing.Events || k.Source != source || k.Day != day {
 				continue
@@ -248,9 +243,10 @@ func copyUnits(ctx context.Context, client *dynamodb.Client, table, source, day 
 				wru += item.WriteUnits(gsiBytes(it))
 			}
 		}
-		if start = out.LastEvaluatedKey; len(start) == 0 {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("copies: scan %s: %w", table, err)
 	}
 	return float64(wru) / float64(max(1, n)), nil
 }

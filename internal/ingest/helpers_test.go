@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -79,16 +78,7 @@ func (e *env) on(t *testing.T, clk *simtime.Clock, lag time.Duration) {
 // scan returns every item of the table.
 func (e *env) scan(t *testing.T) []map[string]types.AttributeValue {
 	t.Helper()
-	var items []map[string]types.AttributeValue
-	p := dynamodb.NewScanPaginator(e.client, &dynamodb.ScanInput{TableName: aws.String(e.table), ConsistentRead: aws.Bool(true)})
-	for p.HasMorePages() {
-		out, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatalf("scan: %v", err)
-		}
-		items = append(items, out.Items...)
-	}
-	return items
+	return testddb.Scan(t, e.client, e.table)
 }
 
 // itemsIn returns the items whose partition key starts with prefix.

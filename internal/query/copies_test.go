@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/catalog"
@@ -124,29 +122,19 @@ func TestDaysWithoutCopiesReadWhole(t *testing.T) {
 	// The events of days without copies have no GSI key: the GSI holds
 	// only the first and third days of the first source.
 	copies, items := 0, 0
-	var start map[string]types.AttributeValue
-	for {
-		out, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start})
-		if err != nil {
-			t.Fatal(err)
+	for _, it := range testddb.Scan(t, client, table) {
+		pk := it[schema.PK].(*types.AttributeValueMemberS).Value
+		k, err := bucketing.ParsePK(pk)
+		if err != nil || k.Space != bucketing.Events {
+			continue
 		}
-		for _, it := range out.Items {
-			pk := it[schema.PK].(*types.AttributeValueMemberS).Value
-			k, err := bucketing.ParsePK(pk)
-			if err != nil || k.Space != bucketing.Events {
-				continue
-			}
-			items++
-			_, has := it[schema.GSIPK]
-			if want := k.Source == c.source && k.Day != "2026-11-21"; has != want {
-				t.Fatalf("item %s: GSI key %v, want %v", pk, has, want)
-			}
-			if has {
-				copies++
-			}
+		items++
+		_, has := it[schema.GSIPK]
+		if want := k.Source == c.source && k.Day != "2026-11-21"; has != want {
+			t.Fatalf("item %s: GSI key %v, want %v", pk, has, want)
 		}
-		if start = out.LastEvaluatedKey; len(start) == 0 {
-			break
+		if has {
+			copies++
 		}
 	}
 	if items != len(c.events)+len(even.events) || copies == 0 {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/ddbclient"
@@ -336,13 +337,8 @@ func withDocument(api http.Handler) http.Handler {
 // and the quarantine.
 func printStored(ctx context.Context, out io.Writer, client *dynamodb.Client, table string) (int, error) {
 	var evs, quar [][]string
-	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("scan %s: %w", table, err)
-		}
-		for _, it := range page.Items {
+	err := ddblocal.Scan(ctx, client, &dynamodb.ScanInput{TableName: aws.String(table)}, func(items []map[string]types.AttributeValue) error {
+		for _, it := range items {
 			pkS, skS := schema.S(it[schema.PK]), schema.S(it[schema.SK])
 			pk, err := bucketing.ParsePK(pkS)
 			if err != nil {
@@ -358,6 +354,10 @@ func printStored(ctx context.Context, out io.Writer, client *dynamodb.Client, ta
 				quar = append(quar, []string{t.Format(time.RFC3339Nano), truncate(schema.S(it[schema.Reason]), 70)})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("scan %s: %w", table, err)
 	}
 	sort.Slice(evs, func(i, j int) bool { return strings.Join(evs[i][:5], "\x00") < strings.Join(evs[j][:5], "\x00") })
 	sort.Slice(quar, func(i, j int) bool { return quar[i][0] < quar[j][0] })

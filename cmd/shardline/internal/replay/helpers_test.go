@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -80,15 +79,8 @@ func (e *env) writes() int64 {
 func (e *env) scan(t *testing.T) map[string]map[string]types.AttributeValue {
 	t.Helper()
 	out := map[string]map[string]types.AttributeValue{}
-	p := dynamodb.NewScanPaginator(e.direct, &dynamodb.ScanInput{TableName: aws.String(e.table), ConsistentRead: aws.Bool(true)})
-	for p.HasMorePages() {
-		pg, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatalf("scan: %v", err)
-		}
-		for _, it := range pg.Items {
-			out[schema.S(it[schema.PK])+" "+schema.S(it[schema.SK])] = it
-		}
+	for _, it := range testddb.Scan(t, e.direct, e.table) {
+		out[schema.S(it[schema.PK])+" "+schema.S(it[schema.SK])] = it
 	}
 	return out
 }
