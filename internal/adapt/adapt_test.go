@@ -623,6 +623,28 @@ func TestARaiseHoldsItsOwnIndexLonger(t *testing.T) {
 	}
 }
 
+// TestARaiseOnItsWayHoldsTheOtherIndex: while one index's raise is
+// decided and not yet in effect, the writers are still held by its old
+// keys, and the other index's refusal is not read (in the quarter ramp,
+// the GSI's 8 keys were read at 2 or 3 WCU/s a key behind the table's 4,
+// whose raise to 12 was on its way, and raised to 13 or 14).
+func TestARaiseOnItsWayHoldsTheOtherIndex(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		cur, last Counts
+		want      shardmap.Indexes
+	}{
+		{"nothing on its way", Counts{4, 8}, Counts{4, 8}, 0},
+		{"the table's raise on its way", Counts{4, 8}, Counts{12, 8}, shardmap.GSIIndex},
+		{"the GSI's raise on its way", Counts{4, 2}, Counts{4, 8}, shardmap.TableIndex},
+		{"both on their way", Counts{4, 2}, Counts{12, 8}, shardmap.TableIndex | shardmap.GSIIndex},
+	} {
+		if got := Awaited(c.cur, c.last); got != c.want {
+			t.Errorf("%s: held %b, want %b", c.name, got, c.want)
+		}
+	}
+}
+
 // TestAMeasureUnderHalfTheLastIsNotCredible: once a source was raised on
 // what its keys were measured to take, a later measure under half of that
 // (writers that have not found the new keys' ceiling yet) is not taken

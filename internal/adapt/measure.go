@@ -114,6 +114,28 @@ func Held(r shardmap.Raises, now time.Time) shardmap.Indexes {
 	return held
 }
 
+// Awaited is the indexes whose refusal no writer reports while the other
+// index's raise is decided but not yet in effect (last above cur, the
+// counts in effect): the writers are still held by the raised index's
+// old keys, so what the other index's keys take is what those let
+// through, not their ceiling. Their throttles are the raised index's
+// too, though a writer's pacer may lay them on the other index's key: a
+// paced request of one item leans on neither key, and the pacer blames
+// the one it already paces (internal/pace). In the quarter ramp the
+// GSI's 8 keys were read at 2 or 3 WCU/s a key while the table's 4,
+// their raise to 12 on its way, held the writers at 5 a key, and the GSI
+// went to 13 or 14: a fourth step, in 2 runs of 12.
+func Awaited(cur, last Counts) shardmap.Indexes {
+	var in shardmap.Indexes
+	if last.Shards > cur.Shards {
+		in |= shardmap.GSIIndex
+	}
+	if last.GSIShards > cur.GSIShards {
+		in |= shardmap.TableIndex
+	}
+	return in
+}
+
 // refused is the indexes that refused a window's sum under cur: whose
 // keys the writer's pacer blamed for enough of its throttled items, or
 // held back enough items for, to be a signal. The pacer blames both keys of an item when its request sent as

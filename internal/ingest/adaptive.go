@@ -375,7 +375,8 @@ func (h *Handler) raise(ctx context.Context, b *batch) {
 // later batch. The writer does not read an index of the sum as refusing
 // while adapt.Held says so of the raises in the day's schedule (raises):
 // within adapt.AfterRaise of that index's last raise taking effect, or
-// adapt.Settle of the other's, what its keys took is not their ceiling.
+// adapt.Settle of the other's, what its keys took is not their ceiling;
+// nor while the other index's raise is on its way (adapt.Awaited).
 // Since every writer reads the same schedule, each reports what its
 // pacer blamed, and the sum still says which index holds the writers
 // (adapt.FewerKeys). Nor does it decide on a refusal while the writer
@@ -409,7 +410,7 @@ func (h *Handler) decide(ctx context.Context, s bucketing.Stream, day, key strin
 	// An index held after a raise is left out once the sum's refusals
 	// are read (FewerKeys): held, it still says which keys hold the
 	// writers back.
-	sum.Refused = adapt.FewerKeys(sum.Refused, cur) &^ adapt.Held(raises, now)
+	sum.Refused = adapt.FewerKeys(sum.Refused, cur) &^ adapt.Held(raises, now) &^ adapt.Awaited(cur, last)
 	if !adapt.Settled(raises.Table, now, sum.Behind) {
 		sum.Refused = 0 // a writer is still draining events placed before the table's raise
 	}
