@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/ddbclient"
 	"github.com/shardline/shardline/internal/ingest"
@@ -232,8 +231,8 @@ func deliverEvents(ctx context.Context, h *ingest.Handler, evs []json.RawMessage
 // unit per KB of what the GSI projects (Full), at least one.
 func copyUnits(ctx context.Context, client *dynamodb.Client, table, source, day string) (float64, error) {
 	var n, wru int
-	err := ddblocal.Scan(ctx, client, &dynamodb.ScanInput{TableName: aws.String(table)}, func(items []map[string]types.AttributeValue) error {
-		for _, it := range items {
+	err := ddblocal.Scan(ctx, client, &dynamodb.ScanInput{TableName: aws.String(table)}, func(out *dynamodb.ScanOutput) error {
+		for _, it := range out.Items {
 			k, err := bucketing.ParsePK(schema.S(it[schema.PK]))
 			if err != nil || k.Space != bucketing.Events || k.Source != source || k.Day != day {
 				continue

@@ -19,6 +19,7 @@ import (
 	"github.com/shardline/shardline/internal/pace"
 	"github.com/shardline/shardline/internal/query"
 	"github.com/shardline/shardline/internal/schema"
+	"github.com/shardline/shardline/local/ddblocal"
 	"github.com/shardline/shardline/pkg/bucketing"
 	"github.com/shardline/shardline/testkit/faultproxy"
 	"github.com/shardline/shardline/testkit/simtime"
@@ -408,24 +409,19 @@ func countEvents(t *testing.T, c *dynamodb.Client, table, source, day string, sh
 	t.Helper()
 	n := 0
 	for shard := range shards {
-		// Pages of about a megabyte of the overload's 12 KB events: without
-		// a Limit, DynamoDB Local reads the rest of the partition for every
-		// page (ddblocal.Scan).
-		p := dynamodb.NewQueryPaginator(c, &dynamodb.QueryInput{
+		in := &dynamodb.QueryInput{
 			TableName:                 aws.String(table),
 			Select:                    types.SelectCount,
-			Limit:                     aws.Int32(100),
 			KeyConditionExpression:    aws.String("#pk = :pk"),
 			ExpressionAttributeNames:  map[string]string{"#pk": schema.PK},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: bucketing.Stream{Space: bucketing.Events, Source: source}.PK(day, shard)}},
 			ConsistentRead:            aws.Bool(true),
-		})
-		for p.HasMorePages() {
-			out, err := p.NextPage(context.Background())
-			if err != nil {
-				t.Fatalf("count %s's events: %v", source, err)
-			}
+		}
+		if err := ddblocal.Query(context.Background(), c, in, func(out *dynamodb.QueryOutput) error {
 			n += int(out.Count)
+			return nil
+		}); err != nil {
+			t.Fatalf("count %s's events: %v", source, err)
 		}
 	}
 	return n

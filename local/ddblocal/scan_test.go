@@ -59,9 +59,9 @@ func TestScanReadsEveryItemOnce(t *testing.T) {
 	seen := map[string]int{}
 	pages := 0
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), Limit: aws.Int32(1)}
-	err := ddblocal.Scan(context.Background(), c, in, func(items []map[string]types.AttributeValue) error {
+	err := ddblocal.Scan(context.Background(), c, in, func(out *dynamodb.ScanOutput) error {
 		pages++
-		for _, it := range items {
+		for _, it := range out.Items {
 			seen[schema.S(it[schema.PK])+" "+schema.S(it[schema.SK])]++
 		}
 		return nil
@@ -87,7 +87,7 @@ func TestScanReadsEveryItemOnce(t *testing.T) {
 
 	stop := errors.New("enough")
 	pages = 0
-	err = ddblocal.Scan(context.Background(), c, &dynamodb.ScanInput{TableName: aws.String(table)}, func([]map[string]types.AttributeValue) error {
+	err = ddblocal.Scan(context.Background(), c, &dynamodb.ScanInput{TableName: aws.String(table)}, func(*dynamodb.ScanOutput) error {
 		pages++
 		return stop
 	})
@@ -96,9 +96,69 @@ func TestScanReadsEveryItemOnce(t *testing.T) {
 	}
 }
 
+// A page's Limit follows what DynamoDB Local read for it, not what it
+// answered: a count (Select COUNT) answers no items, and a filter few.
+func TestPagesFollowWhatWasRead(t *testing.T) {
+	table := testddb.Table(t)
+	c := testddb.Client(t, testddb.Endpoint(t))
+	fill(t, c, table, 1500)
+
+	count, pages := 0, 0
+	if err := ddblocal.Scan(context.Background(), c, &dynamodb.ScanInput{TableName: aws.String(table), Select: types.SelectCount}, func(out *dynamodb.ScanOutput) error {
+		count += int(out.Count)
+		pages++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if count != 1500 || pages > 10 {
+		t.Errorf("count of the table: %d in %d pages, want 1500 in the 7 to 10 pages of its 6 MB", count, pages)
+	}
+
+	// p0 holds the 500 big items, about 6 MB.
+	key := func(pk string) *dynamodb.QueryInput {
+		return &dynamodb.QueryInput{TableName: aws.String(table), KeyConditionExpression: aws.String("#pk = :pk"),
+			ExpressionAttributeNames:  map[string]string{"#pk": schema.PK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}}}
+	}
+	seen, pages := map[string]int{}, 0
+	if err := ddblocal.Query(context.Background(), c, key("p0"), func(out *dynamodb.QueryOutput) error {
+		pages++
+		for _, it := range out.Items {
+			seen[schema.S(it[schema.SK])]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 500 || pages < 6 {
+		t.Errorf("query of p0: %d items in %d pages, want 500 in 6 or more", len(seen), pages)
+	}
+	for sk, n := range seen {
+		if n != 1 {
+			t.Errorf("query of p0: item %s read %d times", sk, n)
+		}
+	}
+
+	// p1's 500 small items, none through the filter: pages of 256 and 512.
+	in := key("p1")
+	in.FilterExpression, in.ExpressionAttributeNames["#d"] = aws.String("attribute_exists(#d)"), "d"
+	n, pages := 0, 0
+	if err := ddblocal.Query(context.Background(), c, in, func(out *dynamodb.QueryOutput) error {
+		n += len(out.Items)
+		pages++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 || pages > 3 {
+		t.Errorf("filtered query of p1: %d items in %d pages, want none in at most 3", n, pages)
+	}
+}
+
 func TestScanError(t *testing.T) {
 	c := testddb.Client(t, testddb.Endpoint(t))
-	err := ddblocal.Scan(context.Background(), c, &dynamodb.ScanInput{TableName: aws.String("no-such-table")}, func([]map[string]types.AttributeValue) error { return nil })
+	err := ddblocal.Scan(context.Background(), c, &dynamodb.ScanInput{TableName: aws.String("no-such-table")}, func(*dynamodb.ScanOutput) error { return nil })
 	var nf *types.ResourceNotFoundException
 	if !errors.As(err, &nf) {
 		t.Errorf("scan of a missing table: %v, want ResourceNotFoundException", err)
@@ -133,8 +193,8 @@ func BenchmarkScan(b *testing.B) {
 	b.Run("paged", func(b *testing.B) {
 		for b.Loop() {
 			got := 0
-			if err := ddblocal.Scan(context.Background(), c, in, func(items []map[string]types.AttributeValue) error {
-				got += len(items)
+			if err := ddblocal.Scan(context.Background(), c, in, func(out *dynamodb.ScanOutput) error {
+				got += len(out.Items)
 				return nil
 			}); err != nil {
 				b.Fatal(err)

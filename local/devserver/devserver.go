@@ -22,7 +22,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/shardline/shardline/internal/apigw"
 	"github.com/shardline/shardline/internal/ddbclient"
@@ -337,8 +336,8 @@ func withDocument(api http.Handler) http.Handler {
 // and the quarantine.
 func printStored(ctx context.Context, out io.Writer, client *dynamodb.Client, table string) (int, error) {
 	var evs, quar [][]string
-	err := ddblocal.Scan(ctx, client, &dynamodb.ScanInput{TableName: aws.String(table)}, func(items []map[string]types.AttributeValue) error {
-		for _, it := range items {
+	err := ddblocal.Scan(ctx, client, &dynamodb.ScanInput{TableName: aws.String(table)}, func(page *dynamodb.ScanOutput) error {
+		for _, it := range page.Items {
 			pkS, skS := schema.S(it[schema.PK]), schema.S(it[schema.SK])
 			pk, err := bucketing.ParsePK(pkS)
 			if err != nil {

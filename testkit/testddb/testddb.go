@@ -162,8 +162,8 @@ func Scan(t testing.TB, client *dynamodb.Client, table string) []map[string]type
 	t.Helper()
 	var items []map[string]types.AttributeValue
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
-	if err := ddblocal.Scan(context.Background(), client, in, func(page []map[string]types.AttributeValue) error {
-		items = append(items, page...)
+	if err := ddblocal.Scan(context.Background(), client, in, func(out *dynamodb.ScanOutput) error {
+		items = append(items, out.Items...)
 		return nil
 	}); err != nil {
 		t.Fatalf("scan %s: %v", table, err)
