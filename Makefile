@@ -12,7 +12,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 
-.PHONY: run test build synth deploy bench fuzz deps java vet fmt clean
+.PHONY: run test test-lanes build synth deploy bench fuzz deps java vet fmt clean
 
 ## run: start DynamoDB Local, kinesalite and a local S3, create the table and stream, serve the API on localhost:8080, poll the stream, replay events/
 ## (bin/shardline-dev, from local/cmd/shardline-dev; it also builds the operator's bin/shardline, for the commands the docs show beside it)
@@ -25,6 +25,14 @@ run: deps java
 ## (its tests drive jsii's Node process, and instrumenting them finds nothing of ours), the
 ## browser tests and the bench harness (PLAIN), and the query and ingest tests named in NORACE, below
 test: deps java fmt
+	$(GO) run -trimpath ./testkit/cmd/withddb $(MAKE) --no-print-directory test-lanes
+
+# test-lanes: make test's three lanes, run under one DynamoDB Local that
+# withddb starts (each test binary keeps a database of its own in it, under
+# an access key of its own; testddb.SharedEnv). Run alone, each binary
+# starts its own engine. Two dozen binaries use DynamoDB Local, and each
+# Java process cost about 2.5 CPU-seconds to start, and more to warm up.
+test-lanes:
 	$(GO) test -count=1 -trimpath $(TIMEOUT) -parallel 8 -run '$(NORACE)' ./internal/ingest ./internal/query ./internal/archive ./internal/counts ./pkg/producer & sims=$$!; \
 	( nice $(VET); v=$$?; \
 	  $(GO) test -count=1 -trimpath $(TIMEOUT) $(PLAIN); p=$$?; \

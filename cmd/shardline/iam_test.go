@@ -41,6 +41,9 @@ type recorder struct {
 	calls    []awsCall
 }
 
+// credential is the access key of a SigV4 Authorization header.
+var credential = regexp.MustCompile(`(Credential=)[^/]*/`)
+
 // newRecorder starts a recorder in front of target; classify names each
 // request's calls.
 func newRecorder(t *testing.T, target string, classify func(*http.Request, []byte) []awsCall) *recorder {
@@ -49,10 +52,19 @@ func newRecorder(t *testing.T, target string, classify func(*http.Request, []byt
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A user name names a database of DynamoDB Local (ddbclient.Local,
+	// testddb.SharedEnv), which keeps one per access key: the commands sign
+	// with the environment's key, and the recorder sends their requests
+	// under the target's.
+	key := u.User.Username()
+	u.User = nil
 	rec := &recorder{classify: classify}
 	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
 		pr.SetURL(u)
 		pr.Out.Host = u.Host
+		if key != "" {
+			pr.Out.Header.Set("Authorization", credential.ReplaceAllString(pr.In.Header.Get("Authorization"), "${1}"+key+"/"))
+		}
 	}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)

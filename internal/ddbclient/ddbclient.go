@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,11 +82,33 @@ func New(ctx context.Context, conns int) (*dynamodb.Client, error) {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { Tune(o, conns) }), nil
 }
 
-// Static is a client for a local endpoint with dummy credentials.
+// Static is a client for a local endpoint with dummy credentials: the
+// access key is the endpoint's user name (Local), "local" when it has none.
 func Static(endpoint string, conns int) *dynamodb.Client {
+	base, key := Local(endpoint)
 	return dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
-		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		BaseEndpoint: aws.String(base),
+		Credentials:  credentials.NewStaticCredentialsProvider(key, "local", ""),
 	}, func(o *dynamodb.Options) { Tune(o, conns) })
+}
+
+// LocalKey is the access key a local endpoint without a user name is sent
+// with; make run's engines and the operator's commands use it.
+const LocalKey = "local"
+
+// Local splits a local endpoint into the URL requests go to and the access
+// key they are signed with. DynamoDB Local keeps a database per access key,
+// so an endpoint such as http://t42@127.0.0.1:8000 names one database of
+// that engine (test binaries sharing one DynamoDB Local each keep their
+// own); http://127.0.0.1:8000 is LocalKey's. An endpoint that is not a URL
+// is returned as it is, with LocalKey, for the SDK to refuse.
+func Local(endpoint string) (base, key string) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.User == nil || u.User.Username() == "" {
+		return endpoint, LocalKey
+	}
+	key = u.User.Username()
+	u.User = nil
+	return u.String(), key
 }

@@ -35,3 +35,17 @@ func TestThrottlingNeverExhaustsRetries(t *testing.T) {
 		}
 	}
 }
+
+func TestLocalReadsTheKeyFromTheUserName(t *testing.T) {
+	for _, c := range []struct{ endpoint, base, key string }{
+		{"http://127.0.0.1:8000", "http://127.0.0.1:8000", LocalKey},
+		{"http://t42n7@127.0.0.1:8000", "http://127.0.0.1:8000", "t42n7"},
+		{"http://t42n7:secret@127.0.0.1:8000/", "http://127.0.0.1:8000/", "t42n7"},
+		{"http://@127.0.0.1:8000", "http://@127.0.0.1:8000", LocalKey},
+		{"::not a url", "::not a url", LocalKey},
+	} {
+		if base, key := Local(c.endpoint); base != c.base || key != c.key {
+			t.Errorf("Local(%q) = %q, %q; want %q, %q", c.endpoint, base, key, c.base, c.key)
+		}
+	}
+}

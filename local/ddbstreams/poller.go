@@ -26,6 +26,7 @@ import (
 	st "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/shardline/shardline/internal/backoff"
+	"github.com/shardline/shardline/internal/ddbclient"
 )
 
 // API is the part of the DynamoDB Streams client the poller uses.
@@ -319,11 +320,13 @@ func page(ctx context.Context, c API, arn string, it *string, limit int) ([]even
 	return recs, out.NextShardIterator, nil
 }
 
-// Static is a client of the stream of the DynamoDB Local at endpoint.
+// Static is a client of the stream of the DynamoDB Local at endpoint, with
+// the access key its user name gives (ddbclient.Local).
 func Static(endpoint string) *dynamodbstreams.Client {
+	base, key := ddbclient.Local(endpoint)
 	return dynamodbstreams.New(dynamodbstreams.Options{
 		Region:       "us-east-1",
-		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		BaseEndpoint: aws.String(base),
+		Credentials:  credentials.NewStaticCredentialsProvider(key, "local", ""),
 	})
 }

@@ -135,9 +135,19 @@ func New(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: target %q: %w", target, err)
 	}
+	// The target's user name names a database of DynamoDB Local
+	// (ddbclient.Local): the proxy's URL carries it to the clients made of
+	// it, whose requests are signed with it; the proxy sends to the host.
+	user := u.User
+	u.User = nil
 	p := &Proxy{target: u}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	p.URL = p.srv.URL
+	if user != nil {
+		pu, _ := url.Parse(p.srv.URL)
+		pu.User = user
+		p.URL = pu.String()
+	}
 	return p, nil
 }
 

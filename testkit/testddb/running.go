@@ -11,6 +11,7 @@ import (
 type Running struct {
 	name, main string
 	proc       *localproc.Proc
+	url        string // an engine another process runs (HoldURL)
 }
 
 // NewRunning is an engine called name, started by the TestMain call main
@@ -24,10 +25,17 @@ func (r *Running) Hold(p *localproc.Proc) func() {
 	return func() { p.Close() }
 }
 
+// HoldURL keeps url, an engine that another process started and stops,
+// as the running engine.
+func (r *Running) HoldURL(url string) { r.url = url }
+
 // Endpoint is the engine's URL. The test fails when the engine was not
 // started, or has exited since.
 func (r *Running) Endpoint(t testing.TB) string {
 	t.Helper()
+	if r.url != "" {
+		return r.url
+	}
 	if r.proc == nil {
 		t.Fatalf("%s is not running; call %s from TestMain", r.name, r.main)
 	}

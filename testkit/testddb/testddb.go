@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -65,7 +66,27 @@ func MainWith(m *testing.M, engines ...Engine) {
 	os.Exit(code)
 }
 
+// SharedEnv names the environment variable that points the test binaries
+// at a DynamoDB Local already running (make test starts one for all of
+// them, testkit/cmd/withddb): a binary then starts none, and keeps its
+// tables in a database of its own, under an access key of its own
+// (ddbclient.Local), so binaries running at once neither see each other's
+// tables nor wait on each other's database. Unset, each binary starts its
+// own.
+const SharedEnv = "SHARDLINE_TEST_DYNAMODB"
+
 func startDynamoDB(ctx context.Context) (func(), error) {
+	if shared := os.Getenv(SharedEnv); shared != "" {
+		u, err := url.Parse(shared)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("%s=%q is not a DynamoDB Local URL such as http://127.0.0.1:8000; unset it to start one per test binary", SharedEnv, shared)
+		}
+		// Letters and digits only: DynamoDB Local refuses other keys. The
+		// time tells apart binaries that are given the same process id.
+		u.User = url.User(fmt.Sprintf("t%dn%d", os.Getpid(), time.Now().UnixNano()))
+		dynamo.HoldURL(u.String())
+		return func() {}, nil
+	}
 	s, err := ddblocal.Start(ctx, ddblocal.Options{})
 	if err != nil {
 		return nil, err
