@@ -33,7 +33,7 @@ test: deps java fmt
 # starts its own engine. Two dozen binaries use DynamoDB Local, and each
 # Java process cost about 2.5 CPU-seconds to start, and more to warm up.
 test-lanes:
-	$(GO) test -count=1 -trimpath $(TIMEOUT) -parallel 8 -run '$(NORACE)' ./internal/ingest ./internal/query ./internal/archive ./internal/counts ./pkg/producer & sims=$$!; \
+	$(GO) test -count=1 -trimpath $(TIMEOUT) -parallel 8 -run '$(NORACE)' ./internal/ingest ./internal/query ./internal/archive ./internal/counts ./pkg/producer ./ops/heatsim & sims=$$!; \
 	( nice $(VET); v=$$?; \
 	  $(GO) test -count=1 -trimpath $(TIMEOUT) $(PLAIN); p=$$?; \
 	  nice $(GO) test -count=1 -trimpath $(TIMEOUT) ./infra/...; i=$$?; \
@@ -138,7 +138,14 @@ PLAIN := ./ops/explorer/browsertest ./bench/benchrun
 # TestPayloadLimit's 4.1 s of Go CPU, 1.2 of TestBadInputThroughTheAPI's
 # 1.4. A request's concurrent setup and writes run under it in the
 # package's other API tests (the slow setup, the API's time budget).
-NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestAdaptiveShardingUnderARampOnQuarterKeys|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing|TestShardSpread|TestCoarseClocksAreNotHeat|TestEveryErrorAnswerFitsLambda|TestEveryQueryErrorFitsLambda|TestFilteredPagesAlwaysProgress|TestQuietSourcesShareObjects|TestCountsMatchAReference|TestCounterOverflow|TestDayChartReadUnitsAtMany|TestHTTPLambdaPayload|TestKinesisBatchLimits|TestDaysWithoutCopiesReadWhole|TestQuarantineLargeBodyDoesNotBlockTheListing|TestSeriesFit|TestTallyByTypeMemory|TestPayloadLimit|TestBadInputThroughTheAPI)$$
+#
+# The heat model's own simulations (ops/heatsim: one source at 50,000
+# events a second, a Zipf fleet with a burst, slow isolation, size splits,
+# the ramp's acceptance and figures) are one goroutine's arithmetic, no
+# DynamoDB and no goroutines: 21 CPU-s under the detector, 8 without
+# (a DynamoDB Local started for the binary in both). Its
+# tests that drive the real shard registry run under it.
+NORACE := ^(TestPathsAgreeWithReference|TestDayAndHourBucketsReadAlike|TestPagesFitLambdaPayload|TestQuarantinePagesFitLambdaPayload|TestCountsFitLambdaPayload|TestGSIOverloadIsSpreadOnce|TestAdaptiveShardingUnderARamp|TestAdaptiveShardingUnderARampOnQuarterKeys|TestHotSourcesSharingAPartitionAreSpread|TestQuarantineFloodIsSpread|TestMidnightStartOfManySources|TestFaultMixesLoseAndDuplicateNothing|TestShardSpread|TestCoarseClocksAreNotHeat|TestEveryErrorAnswerFitsLambda|TestEveryQueryErrorFitsLambda|TestFilteredPagesAlwaysProgress|TestQuietSourcesShareObjects|TestCountsMatchAReference|TestCounterOverflow|TestDayChartReadUnitsAtMany|TestHTTPLambdaPayload|TestKinesisBatchLimits|TestDaysWithoutCopiesReadWhole|TestQuarantineLargeBodyDoesNotBlockTheListing|TestSeriesFit|TestTallyByTypeMemory|TestPayloadLimit|TestBadInputThroughTheAPI|TestOneSourceAtFiftyThousand|TestZipfWithBurst|TestSlowIsolation|TestSizeSplitsSetThePartitionFloor|TestRampAcceptance|TestRampFigures)$$
 
 # go vet as make test runs it, and make vet.
 VET = $(GO) vet -trimpath ./...
