@@ -42,7 +42,7 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := ddblocal.Start(ctx, ddblocal.Options{})
+	s, err := ddblocal.Start(ctx, ddblocal.Options{LongLived: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "withddb:", err)
 		return 1
