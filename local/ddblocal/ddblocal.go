@@ -65,7 +65,7 @@ type Options struct {
 	// and shown if the process fails to start).
 	Log *os.File
 	// LongLived says the engine serves much traffic for many minutes, as
-	// make test's one engine for all test binaries and make run's do: Java
+	// make test's one engine for all test binaries does: Java
 	// then compiles its hot code fully (C2), which costs CPU at first and
 	// pays off after a few minutes of load. Otherwise it keeps to the quick
 	// compiler (C1), cheaper for one test binary's minutes. make test's

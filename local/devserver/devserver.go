@@ -121,7 +121,7 @@ func Start(ctx context.Context, o Options) (s *Server, err error) {
 	s.Endpoint = o.Endpoint
 	if s.Endpoint == "" {
 		fmt.Fprintln(out, "starting DynamoDB Local ...")
-		srv, err := ddblocal.Start(ctx, ddblocal.Options{Port: o.DDBPort, DBDir: o.DBDir, Log: o.DDBLog, LongLived: true})
+		srv, err := ddblocal.Start(ctx, ddblocal.Options{Port: o.DDBPort, DBDir: o.DBDir, Log: o.DDBLog})
 		if err != nil {
 			return s, err
 		}
