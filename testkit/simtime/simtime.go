@@ -95,9 +95,10 @@ func (s *stamping) Do(r *http.Request) (*http.Response, error) {
 // clock either, so the clock stands still while a request is under way,
 // as it did.
 type sender struct {
-	client  *http.Client
-	jobs    chan job
-	replies chan chan reply // made outside the bubble, one per request under way
+	client    *http.Client
+	jobs      chan job
+	replies   chan chan reply // made outside the bubble, one per request under way
+	abandoned chan chan reply // of requests whose caller's context ended first
 }
 
 // job is a request to send and where its answer goes.
@@ -116,31 +117,55 @@ type reply struct {
 func newSender() *sender {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns, t.MaxIdleConnsPerHost = 256, 256
-	s := &sender{client: &http.Client{Transport: t}, jobs: make(chan job), replies: make(chan chan reply, 256)}
+	s := &sender{client: &http.Client{Transport: t}, jobs: make(chan job),
+		replies: make(chan chan reply, 256), abandoned: make(chan chan reply, 256)}
 	for range cap(s.replies) {
 		s.replies <- make(chan reply, 1)
 	}
 	go func() {
-		for j := range s.jobs {
-			go func() {
-				resp, err := s.client.Do(j.r)
-				j.reply <- reply{resp, err}
-			}()
+		for {
+			select {
+			case j, ok := <-s.jobs:
+				if !ok {
+					return
+				}
+				go func() {
+					resp, err := s.client.Do(j.r)
+					j.reply <- reply{resp, err}
+				}()
+			case ch := <-s.abandoned:
+				// The answer nobody waits for is dropped, and its
+				// channel goes back for another request.
+				go func() {
+					if rep := <-ch; rep.resp != nil {
+						rep.resp.Body.Close()
+					}
+					s.replies <- ch
+				}()
+			}
 		}
 	}()
 	return s
 }
 
-// Do sends r from outside the bubble and waits for its answer. r's
-// context goes along without its deadline and cancellation, which are the
-// bubble's: the clock stands still while a request is under way, so
-// neither could end it.
+// Do sends r from outside the bubble and waits for its answer, or until
+// r's context ends: another goroutine of the simulation cancelled it (its
+// deadline cannot pass, since the clock stands still while a request is
+// under way). The request then goes on, as one abandoned goes on to
+// DynamoDB, and Do returns the context's error, as the SDK's transport
+// does. The request leaves without the context's deadline and
+// cancellation, which are the bubble's.
 func (s *sender) Do(r *http.Request) (*http.Response, error) {
-	reply := <-s.replies
-	defer func() { s.replies <- reply }()
-	s.jobs <- job{r.WithContext(context.WithoutCancel(r.Context())), reply}
-	rep := <-reply
-	return rep.resp, rep.err
+	ch := <-s.replies
+	s.jobs <- job{r.WithContext(context.WithoutCancel(r.Context())), ch}
+	select {
+	case rep := <-ch:
+		s.replies <- ch
+		return rep.resp, rep.err
+	case <-r.Context().Done():
+		s.abandoned <- ch
+		return nil, r.Context().Err()
+	}
 }
 
 // close stops the sender and closes its idle connections.
