@@ -30,7 +30,8 @@ func (r *Running) Hold(p *localproc.Proc) func() {
 func (r *Running) HoldURL(url string) { r.url = url }
 
 // Endpoint is the engine's URL. The test fails when the engine was not
-// started, or has exited since.
+// started, or has exited since (an engine another process runs, HoldURL,
+// fails the requests sent to it instead).
 func (r *Running) Endpoint(t testing.TB) string {
 	t.Helper()
 	if r.url != "" {
