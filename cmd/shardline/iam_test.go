@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/shardline/shardline/internal/ddbclient"
 )
 
 // This file checks the IAM permissions an operator command lists in its
@@ -48,21 +50,20 @@ var credential = regexp.MustCompile(`(Credential=)[^/]*/`)
 // request's calls.
 func newRecorder(t *testing.T, target string, classify func(*http.Request, []byte) []awsCall) *recorder {
 	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A user name names a database of DynamoDB Local (ddbclient.Local,
 	// testddb.SharedEnv), which keeps one per access key: the commands sign
 	// with the environment's key, and the recorder sends their requests
 	// under the target's.
-	key := u.User.Username()
-	u.User = nil
+	base, key := ddbclient.Local(target)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &recorder{classify: classify}
 	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
 		pr.SetURL(u)
 		pr.Out.Host = u.Host
-		if key != "" {
+		if base != target {
 			pr.Out.Header.Set("Authorization", credential.ReplaceAllString(pr.In.Header.Get("Authorization"), "${1}"+key+"/"))
 		}
 	}}

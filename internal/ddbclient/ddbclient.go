@@ -112,3 +112,14 @@ func Local(endpoint string) (base, key string) {
 	u.User = nil
 	return u.String(), key
 }
+
+// WithKey is Local's inverse: endpoint with key as its user name, naming
+// key's database of the DynamoDB Local at endpoint.
+func WithKey(endpoint, key string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("%q is not a DynamoDB Local URL such as http://127.0.0.1:8000", endpoint)
+	}
+	u.User = url.User(key)
+	return u.String(), nil
+}

@@ -3,7 +3,6 @@ package ddblocal_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -25,14 +24,12 @@ import (
 // (testddb.SharedEnv).
 func TestAnEndpointsUserNamesADatabase(t *testing.T) {
 	ctx := context.Background()
-	u, err := url.Parse(testddb.Endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := func(key string) string {
-		v := *u
-		v.User = url.User(key)
-		return v.String()
+		e, err := ddbclient.WithKey(testddb.Endpoint(t), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
 	}
 	// Keys of this run alone: the engine may be make test's, shared.
 	n := time.Now().UnixNano()

@@ -27,6 +27,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shardline/shardline/internal/ddbclient"
 )
 
 // Fault is an error answer in DynamoDB's JSON protocol.
@@ -131,22 +133,22 @@ func For(t testing.TB, target string) *Proxy {
 
 // New starts a proxy in front of target (DynamoDB Local's endpoint).
 func New(target string) (*Proxy, error) {
-	u, err := url.Parse(target)
-	if err != nil {
-		return nil, fmt.Errorf("faultproxy: target %q: %w", target, err)
-	}
 	// The target's user name names a database of DynamoDB Local
 	// (ddbclient.Local): the proxy's URL carries it to the clients made of
 	// it, whose requests are signed with it; the proxy sends to the host.
-	user := u.User
-	u.User = nil
+	base, key := ddbclient.Local(target)
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("faultproxy: target %q: %w", target, err)
+	}
 	p := &Proxy{target: u}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	p.URL = p.srv.URL
-	if user != nil {
-		pu, _ := url.Parse(p.srv.URL)
-		pu.User = user
-		p.URL = pu.String()
+	if base != target {
+		if p.URL, err = ddbclient.WithKey(p.srv.URL, key); err != nil {
+			p.srv.Close()
+			return nil, fmt.Errorf("faultproxy: %w", err)
+		}
 	}
 	return p, nil
 }

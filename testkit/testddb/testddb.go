@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -77,14 +76,13 @@ const SharedEnv = "SHARDLINE_TEST_DYNAMODB"
 
 func startDynamoDB(ctx context.Context) (func(), error) {
 	if shared := os.Getenv(SharedEnv); shared != "" {
-		u, err := url.Parse(shared)
-		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("%s=%q is not a DynamoDB Local URL such as http://127.0.0.1:8000; unset it to start one per test binary", SharedEnv, shared)
-		}
 		// Letters and digits only: DynamoDB Local refuses other keys. The
 		// time tells apart binaries that are given the same process id.
-		u.User = url.User(fmt.Sprintf("t%dn%d", os.Getpid(), time.Now().UnixNano()))
-		dynamo.HoldURL(u.String())
+		endpoint, err := ddbclient.WithKey(shared, fmt.Sprintf("t%dn%d", os.Getpid(), time.Now().UnixNano()))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w; unset it to start one per test binary", SharedEnv, err)
+		}
+		dynamo.HoldURL(endpoint)
 		return func() {}, nil
 	}
 	s, err := ddblocal.Start(ctx, ddblocal.Options{})
